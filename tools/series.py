@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Edit the patch series as code.
+
+    tools/series.py unpack [DIR]   pinned sdist -> git tree in DIR, series applied
+    tools/series.py export [DIR]   commits upstream..HEAD of DIR -> the series
+    tools/series.py check          every patch applies to the pristine sdist,
+                                   in order, with no fuzz and no offset
+
+DIR defaults to ``build/series``.  ``unpack`` makes one commit of the pristine
+sdist (tagged ``upstream``) and one commit per patch (``git am``), so editing a
+patch is editing code: change files, ``git commit --amend`` or
+``git rebase -i upstream``, then ``export``.  ``export`` rewrites
+``subprojects/packagefiles/patches/`` and the ``diff_files`` line of
+``subprojects/pyopencl.wrap``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import upstream  # noqa: E402
+
+
+PATCH_DIR = "patches"
+DEFAULT_TREE = upstream.ROOT / "build" / "series"
+GIT_ID = ["-c", "user.name=series", "-c", "user.email=series@localhost",
+          "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false"]
+
+
+def git(tree: Path, *args: str, capture: bool = False) -> str:
+    proc = subprocess.run(["git", *GIT_ID, *args], cwd=tree, check=True,
+                          text=True,
+                          stdout=subprocess.PIPE if capture else None)
+    return proc.stdout if capture else ""
+
+
+def extract_pristine(pin: upstream.Pin, dest: Path) -> None:
+    """Unpack the verified sdist's top directory as *dest*."""
+    tarball = upstream.ensure_tarball(pin)
+    with tempfile.TemporaryDirectory() as tmp, tarfile.open(tarball) as tf:
+        if hasattr(tarfile, "data_filter"):  # Python >= 3.11.4
+            tf.extractall(tmp, filter="data")
+        else:
+            tf.extractall(tmp)  # the sdist's hash was verified
+        (top,) = Path(tmp).iterdir()
+        shutil.move(str(top), dest)
+
+
+def unpack(pin: upstream.Pin, tree: Path) -> None:
+    if tree.exists():
+        dirty = (tree / ".git").exists() and git(
+            tree, "status", "--porcelain", capture=True).strip()
+        if dirty:
+            sys.exit(f"error: {tree} has uncommitted changes; commit and "
+                     "export them, or remove the directory")
+        shutil.rmtree(tree)
+    tree.parent.mkdir(parents=True, exist_ok=True)
+    extract_pristine(pin, tree)
+    git(tree, "init", "-q", "-b", "series")
+    git(tree, "add", "-A", "-f")
+    git(tree, "commit", "-q", "-m", f"upstream PyOpenCL {pin.version} sdist")
+    git(tree, "tag", "upstream")
+    if pin.series:
+        git(tree, "am", "-q", "--whitespace=nowarn",
+            *[str(p) for p in pin.series])
+    print(f"{tree}: upstream {pin.version} + {len(pin.series)} patches")
+
+
+def set_diff_files(pin: upstream.Pin, names: list[str]) -> None:
+    wrap = pin.root / "subprojects" / "pyopencl.wrap"
+    text = wrap.read_text()
+    value = ",".join(f"\n  {n}" for n in names)
+    new, n = re.subn(r"^diff_files\s*=.*?(?=^\S|\Z)",
+                     f"diff_files ={value}\n", text, flags=re.M | re.S)
+    if n != 1:
+        sys.exit(f"error: no diff_files line in {wrap}")
+    wrap.write_text(new)
+
+
+def export(pin: upstream.Pin, tree: Path) -> None:
+    if git(tree, "status", "--porcelain", capture=True).strip():
+        sys.exit(f"error: {tree} has uncommitted changes; commit them first")
+    outdir = pin.packagefiles / PATCH_DIR
+    with tempfile.TemporaryDirectory() as tmp:
+        git(tree, "format-patch", "-q", "--no-signature", "--zero-commit",
+            "--no-stat", "-N", "-o", tmp, "upstream..HEAD")
+        new = sorted(Path(tmp).glob("*.patch"))
+        if outdir.exists():
+            shutil.rmtree(outdir)
+        outdir.mkdir(parents=True)
+        for p in new:
+            shutil.copy2(p, outdir / p.name)
+    set_diff_files(pin, [f"{PATCH_DIR}/{p.name}" for p in new])
+    print(f"exported {len(new)} patches to {outdir}")
+
+
+def check(pin: upstream.Pin) -> int:
+    """Apply each patch with patch(1) and refuse any fuzz or offset."""
+    listed = {pin.packagefiles / f for f in pin.diff_files}
+    present = set((pin.packagefiles / PATCH_DIR).glob("*.patch"))
+    bad = 0
+    for p in sorted(present - listed):
+        print(f"NOT LISTED in diff_files: {p.name}")
+        bad += 1
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / "tree"
+        extract_pristine(pin, tree)
+        for p in pin.series:
+            if not p.exists():
+                print(f"MISSING: {p}")
+                bad += 1
+                continue
+            proc = subprocess.run(
+                ["patch", "-p1", "--fuzz=0", "--no-backup-if-mismatch",
+                 "-i", str(p)], cwd=tree, text=True,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            out = proc.stdout
+            if proc.returncode or re.search(r"offset|fuzz|FAILED|reject", out):
+                print(f"DOES NOT APPLY CLEANLY: {p.name}\n{out}")
+                bad += 1
+            else:
+                print(f"ok  {p.name}")
+    return 1 if bad else 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("action", choices=["unpack", "export", "check"])
+    ap.add_argument("tree", nargs="?", type=Path, default=DEFAULT_TREE)
+    args = ap.parse_args()
+    try:
+        pin = upstream.read_pin()
+        if args.action == "unpack":
+            unpack(pin, args.tree.resolve())
+        elif args.action == "export":
+            export(pin, args.tree.resolve())
+        else:
+            return check(pin)
+    except upstream.FetchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
