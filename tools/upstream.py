@@ -175,11 +175,14 @@ def drop_stale_tree(pin: Pin) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("action", choices=["prepare", "stamp", "dist", "fetch"])
+    ap.add_argument("action",
+                    choices=["prepare", "stamp", "dist", "fetch", "version"])
     args = ap.parse_args(argv)
     try:
         pin = read_pin()
-        if args.action == "fetch":
+        if args.action == "version":
+            print(pin.version)
+        elif args.action == "fetch":
             print(ensure_tarball(pin))
         elif args.action == "prepare":
             ensure_tarball(pin)

@@ -1,0 +1,244 @@
+"""The fork's build: pin, patch series, version, install routes.
+
+These run against the fork installed in the current environment and, for the
+install routes, build it again from a clone of this repository.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import upstream  # noqa: E402
+
+
+PIN = upstream.read_pin(ROOT)
+PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+
+
+def run(cmd, **kwargs):
+    kwargs.setdefault("text", True)
+    kwargs.setdefault("stdout", subprocess.PIPE)
+    kwargs.setdefault("stderr", subprocess.STDOUT)
+    return subprocess.run([str(c) for c in cmd], check=False, **kwargs)
+
+
+def copy_repo(dest: Path) -> Path:
+    """The tracked files of this checkout (as a clone would have them) plus
+    the already verified upstream sdist, so nothing is downloaded again."""
+    files = run(["git", "ls-files", "-z"], cwd=ROOT).stdout.split("\0")
+    for f in filter(None, files):
+        if (ROOT / f).exists():
+            (dest / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / f, dest / f)
+    return dest
+
+
+def installed_files(dist: str = "pyopencl") -> set[str]:
+    return {str(f) for f in importlib.metadata.files(dist)
+            if ".dist-info/" not in str(f) and "__pycache__" not in str(f)
+            and not str(f).startswith("..")}
+
+
+# {{{ pin and series
+
+def test_pin_matches_project_version():
+    # the upstream part of the fork's version is the pinned release
+    version = importlib.metadata.version("pyopencl")
+    assert version.split("+")[0] == PIN.version
+    assert PIN.sha256 == (
+        "6cb9544a004609061e86873fe36500da6c2101042e9c7b9c3b804a29a12b98bf")
+
+
+def test_series_applies_without_fuzz_or_offset():
+    proc = run([sys.executable, ROOT / "tools" / "series.py", "check"])
+    assert proc.returncode == 0, proc.stdout
+    assert proc.stdout.count("ok  ") == len(PIN.diff_files) > 0
+
+
+def test_every_patch_is_listed_in_order():
+    patches = sorted(p.name for p in (PIN.packagefiles / "patches").glob("*.patch"))
+    assert [Path(f).name for f in PIN.diff_files] == patches
+
+
+def test_series_round_trip(tmp_path):
+    # unpack -> export reproduces the series byte for byte
+    repo = copy_repo(tmp_path / "repo")
+    shutil.copy2(PIN.tarball, repo / PIN.tarball.relative_to(ROOT))
+    series = repo / "tools" / "series.py"
+    tree = tmp_path / "tree"
+    assert run([sys.executable, series, "unpack", tree]).returncode == 0
+    log = run(["git", "log", "--format=%s", "upstream..HEAD"], cwd=tree).stdout
+    assert len(log.splitlines()) == len(PIN.diff_files)
+    proc = run([sys.executable, series, "export", tree])
+    assert proc.returncode == 0, proc.stdout
+    for f in PIN.diff_files:
+        assert (repo / "subprojects" / "packagefiles" / f).read_bytes() == (
+            PIN.packagefiles / f).read_bytes(), f
+    assert (repo / "subprojects" / "pyopencl.wrap").read_text() == (
+        ROOT / "subprojects" / "pyopencl.wrap").read_text()
+
+# }}}
+
+
+# {{{ fetching: wrong hash, failed download, stale trees
+
+def test_wrong_hash_stops_with_both_hashes(tmp_path):
+    repo = copy_repo(tmp_path / "repo")
+    bad = repo / PIN.tarball.relative_to(ROOT)
+    bad.write_bytes(b"not the release")
+    proc = run([sys.executable, repo / "tools" / "upstream.py", "prepare"])
+    assert proc.returncode == 1
+    assert "sha256 mismatch" in proc.stdout
+    assert PIN.sha256 in proc.stdout
+    assert upstream.sha256_of(bad) in proc.stdout
+    assert "Delete it" in proc.stdout
+
+
+def test_wrong_hash_installs_nothing(tmp_path):
+    repo = copy_repo(tmp_path / "repo")
+    (repo / PIN.tarball.relative_to(ROOT)).write_bytes(b"not the release")
+    target = tmp_path / "target"
+    proc = run([*PIP, "install", "--no-deps", "--target", target, repo])
+    assert proc.returncode != 0
+    assert "sha256 mismatch" in proc.stdout
+    assert not (target / "pyopencl").exists()
+
+
+def test_failed_download_is_explained(tmp_path):
+    repo = copy_repo(tmp_path / "repo")
+    env = dict(os.environ, PIP_NO_INDEX="1",
+               PIP_FIND_LINKS=str(tmp_path / "nothing-here"),
+               PIP_CONFIG_FILE=os.devnull)
+    proc = run([sys.executable, repo / "tools" / "upstream.py", "prepare"], env=env)
+    assert proc.returncode == 1
+    assert f"could not download the pinned upstream sdist pyopencl=={PIN.version}" \
+        in proc.stdout
+    assert "pip said" in proc.stdout
+    # nothing half-downloaded is left where the next build would look
+    assert not (repo / PIN.tarball.relative_to(ROOT)).exists()
+    assert not list((repo / "subprojects" / "packagefiles").glob("tmp*"))
+
+
+def test_stale_extracted_tree_is_dropped(tmp_path):
+    repo = copy_repo(tmp_path / "repo")
+    shutil.copy2(PIN.tarball, repo / PIN.tarball.relative_to(ROOT))
+    pin = upstream.read_pin(repo)
+    tool = repo / "tools" / "upstream.py"
+
+    pin.extracted.mkdir()
+    (pin.extracted / upstream.STAMP_NAME).write_text("an older series\n")
+    assert run([sys.executable, tool, "prepare"]).returncode == 0
+    assert not pin.extracted.exists()
+
+    pin.extracted.mkdir()
+    assert run([sys.executable, tool, "stamp"]).returncode == 0
+    assert run([sys.executable, tool, "prepare"]).returncode == 0
+    assert pin.extracted.exists()  # current series: kept
+
+    patch = pin.packagefiles / pin.diff_files[0]
+    patch.write_text(patch.read_text() + "\n")  # any change to the series
+    assert run([sys.executable, tool, "prepare"]).returncode == 0
+    assert not pin.extracted.exists()
+
+# }}}
+
+
+# {{{ version
+
+def test_version_has_local_label():
+    import pyopencl as cl
+    version = importlib.metadata.version("pyopencl")
+    assert re.fullmatch(re.escape(PIN.version) + r"\+fork\.\d+", version)
+    assert cl.VERSION_TEXT == version
+    assert cl.VERSION == tuple(int(x) for x in PIN.version.split("."))
+    assert cl.VERSION_STATUS == ""
+
+
+def test_downstream_constraints_accept_the_fork():
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+    v = Version(importlib.metadata.version("pyopencl"))
+    for spec in [">=2026.1", f"=={PIN.version}", "~=2026.1", ">=2024.1,<2027"]:
+        assert SpecifierSet(spec).contains(v), spec
+
+# }}}
+
+
+# {{{ what gets installed
+
+def test_installed_files_equal_upstream_wheel(tmp_path):
+    proc = run([*PIP, "download", "--no-deps", "--only-binary", ":all:",
+                "--dest", tmp_path, f"pyopencl=={PIN.version}"])
+    if proc.returncode != 0:
+        pytest.skip("upstream wheel not available for this Python: "
+                    + proc.stdout[-300:])
+    (wheel,) = tmp_path.glob("*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        theirs = {n for n in zf.namelist()
+                  if ".dist-info/" not in n and not n.endswith("/")}
+    # upstream's wheel bundles an ICD loader; the fork uses the system's
+    bundled = {n for n in theirs if re.match(r"pyopencl/\.libs/libOpenCL", n)}
+    assert bundled
+    ours = installed_files()
+    assert ours == theirs - bundled
+
+# }}}
+
+
+# {{{ install routes
+
+def _check_target(target: Path) -> None:
+    code = ("import pyopencl as cl, sys; "
+            "assert cl.__file__.startswith(sys.argv[1]), cl.__file__; "
+            "print(cl.VERSION_TEXT, len(cl.get_platforms()))")
+    proc = run([sys.executable, "-c", code, target],
+               env=dict(os.environ, PYTHONPATH=str(target)), cwd=target)
+    assert proc.returncode == 0, proc.stdout
+    assert proc.stdout.startswith(importlib.metadata.version("pyopencl"))
+
+
+def test_install_from_git_url(tmp_path):
+    # how downstream projects pin the fork
+    if run(["git", "rev-parse", "HEAD"], cwd=ROOT).returncode != 0:
+        pytest.skip("not a git checkout")
+    clone = tmp_path / "clone"
+    assert run(["git", "clone", "-q", ROOT, clone]).returncode == 0
+    target = tmp_path / "target"
+    proc = run([*PIP, "install", "--no-deps", "--target", target,
+                f"pyopencl @ git+file://{clone}"])
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    _check_target(target)
+
+
+def test_fork_sdist_installs_without_fetching_upstream(tmp_path):
+    repo = copy_repo(tmp_path / "repo")
+    proc = run([sys.executable, "-m", "build", "--sdist", "--outdir",
+                tmp_path / "dist", repo])
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    (sdist,) = (tmp_path / "dist").glob("pyopencl-*.tar.gz")
+    with tarfile.open(sdist) as tf:
+        names = tf.getnames()
+    top = names[0].split("/")[0]
+    assert f"{top}/subprojects/packagefiles/{PIN.filename}" in names
+    assert not any("/subprojects/pyopencl-" in n for n in names)
+
+    target = tmp_path / "target"
+    proc = run([*PIP, "install", "-v", "--no-deps", "--target", target, sdist])
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "fetching upstream sdist" not in proc.stdout
+    _check_target(target)
+
+# }}}
