@@ -1,0 +1,519 @@
+#!/usr/bin/env python3
+"""Kernel launch overhead: PyOpenCL's ways against ctypes and a C loop.
+
+Every path launches the same 3-argument kernel (one buffer, two int32
+scalars) with a small global size, so that launch cost dominates. Each is
+reported in microseconds per launch (best of several repeats, the queue
+drained inside the timing) and as a ratio to the matching C loop measured in
+the same run. The #830 workload, a bitonic sort with a swap-pairs kernel, runs
+in each dispatch style and is checked against numpy's sort.
+
+By default the same measurements also run in a second virtual environment
+holding upstream's released wheel (made on first use), and one table shows
+both. Output: a table on stdout, a JSON file and a PNG bar chart.
+
+The device is the one PYOPENCL_CTX selects (PoCL, or the first device, by
+default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import ctypes.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+KERNEL_NAME = "swap_pairs_kernel"
+KERNEL_SRC = """
+__kernel void swap_pairs_kernel(__global int *arr, int x, int n)
+{
+    int i = get_global_id(0);
+    int j = i ^ x;
+    if (i < j && j < n && arr[j] < arr[i]) {
+        int tmp = arr[i];
+        arr[i] = arr[j];
+        arr[j] = tmp;
+    }
+}
+"""
+LAUNCH_N = 64  # global size (and array length) for the per-launch paths
+
+# (key, label, the C loop it is compared with)
+LAUNCH_PATHS = [
+    ("c_event", "C loop, event per launch", "c_event"),
+    ("c_noevent", "C loop, no event", "c_event"),
+    ("c_create", "C loop, clCreateKernel per launch", "c_create"),
+    ("ctypes", "ctypes calls, event per launch", "c_event"),
+    ("retrieve_attr", "prg.knl(...) every launch", "c_create"),
+    ("retrieve_get_kernel", "prg.get_kernel(name)(...) every launch", "c_create"),
+    ("kept_numpy", "kept kernel, numpy scalars", "c_event"),
+    ("kept_dtypes", "kept kernel, set_scalar_arg_dtypes + ints", "c_event"),
+    ("set_args_enqueue", "set_args + enqueue_nd_range_kernel", "c_event"),
+]
+SORT_STYLES = [
+    ("c", "C loop"),
+    ("ctypes", "ctypes"),
+    ("830", "#830 code: prg.knl(...) every launch"),
+    ("kept_numpy", "kept kernel, numpy scalars"),
+    ("kept_dtypes", "kept kernel, set_scalar_arg_dtypes"),
+    ("set_args_enqueue", "set_args + enqueue_nd_range_kernel"),
+]
+RETRIEVAL_PATHS = {"c_create", "retrieve_attr", "retrieve_get_kernel"}
+
+
+def sort_launches(n: int) -> list[int]:
+    """The x argument of each launch of the bitonic sort of n = 2**k ints."""
+    xs = []
+    k = 2
+    while k <= n:
+        xs.append(k - 1)
+        j = k >> 1
+        while j > 0:
+            xs.append(j)
+            j >>= 1
+        k <<= 1
+    return xs
+
+
+# {{{ the C loop
+
+def build_c_loop(workdir: Path) -> tuple[Path | None, str]:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return None, "no C compiler found (set CC)"
+    exe = workdir / "launch_loop"
+    proc = subprocess.run(
+        [cc, "-O2", "-o", str(exe), str(HERE / "launch_loop.c"), "-lOpenCL"],
+        capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        return None, "C loop did not compile: " + proc.stderr.strip()[-500:]
+    return exe, ""
+
+
+def run_c_loop(exe: Path, kernel_file: Path, iplat: int, idev: int,
+               mode: str, launches: int, repeats: int, n: int) -> float:
+    proc = subprocess.run(
+        [str(exe), str(kernel_file), str(iplat), str(idev), mode,
+         str(launches), str(repeats), str(n)],
+        capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"C loop ({mode}) failed: {proc.stderr.strip()}")
+    return float(proc.stdout)
+
+# }}}
+
+
+# {{{ ctypes
+
+class CtypesCL:
+    def __init__(self) -> None:
+        name = ctypes.util.find_library("OpenCL") or "libOpenCL.so.1"
+        lib = ctypes.CDLL(name)
+        self.set_arg = lib.clSetKernelArg
+        self.set_arg.argtypes = [ctypes.c_void_p, ctypes.c_uint,
+                                 ctypes.c_size_t, ctypes.c_void_p]
+        self.enqueue = lib.clEnqueueNDRangeKernel
+        self.enqueue.argtypes = [
+            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint,
+            ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t),
+            ctypes.POINTER(ctypes.c_size_t), ctypes.c_uint, ctypes.c_void_p,
+            ctypes.c_void_p]
+        self.release_event = lib.clReleaseEvent
+        self.release_event.argtypes = [ctypes.c_void_p]
+
+    def launcher(self, knl, queue, buf, gsize: int):
+        knl_p = ctypes.c_void_p(knl.int_ptr)
+        queue_p = ctypes.c_void_p(queue.int_ptr)
+        mem = ctypes.c_void_p(buf.int_ptr)
+        gs = (ctypes.c_size_t * 1)(gsize)
+        set_arg, enqueue, release = self.set_arg, self.enqueue, self.release_event
+        size_mem = ctypes.sizeof(mem)
+        mem_ref = ctypes.byref(mem)
+        evt = ctypes.c_void_p()
+        evt_ref = ctypes.byref(evt)
+
+        def launch(x: int, n: int) -> None:
+            # the closure keeps knl, queue and buf (and their handles) alive
+            assert knl is not None and queue is not None and buf is not None
+            xa, na = ctypes.c_int32(x), ctypes.c_int32(n)
+            if (set_arg(knl_p, 0, size_mem, mem_ref)
+                    or set_arg(knl_p, 1, 4, ctypes.byref(xa))
+                    or set_arg(knl_p, 2, 4, ctypes.byref(na))
+                    or enqueue(queue_p, knl_p, 1, None, gs, None, 0, None,
+                               evt_ref)):
+                raise RuntimeError("OpenCL call through ctypes failed")
+            release(evt)
+
+        return launch
+
+# }}}
+
+
+# {{{ measurement in this interpreter
+
+def device_indices(cl, dev) -> tuple[int, int]:
+    platforms = cl.get_platforms()
+    iplat = next(i for i, p in enumerate(platforms) if p == dev.platform)
+    return iplat, dev.platform.get_devices().index(dev)
+
+
+def best_time(fn, repeats: int, finish, setup=None) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        if setup is not None:
+            setup()
+        t0 = time.perf_counter()
+        fn()
+        finish()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def measure(launches: int, repeats: int, sort_sizes: list[int]) -> dict:
+    import numpy as np
+
+    import pyopencl as cl
+
+    ctx = cl.create_some_context(interactive=False)
+    queue = cl.CommandQueue(ctx)
+    dev = queue.device
+    iplat, idev = device_indices(cl, dev)
+    prg = cl.Program(ctx, KERNEL_SRC).build()
+
+    result: dict = {
+        "pyopencl": cl.VERSION_TEXT,
+        "python": sys.version.split()[0],
+        "device": f"{dev.name} ({dev.platform.name})",
+        "notes": [],
+        "launch": {},
+        "sort": {},
+    }
+
+    if hasattr(type(prg), "get_kernel"):
+        def new_kernel():
+            return prg.get_kernel(KERNEL_NAME)
+    else:
+        result["notes"].append(
+            "no Program.get_kernel: cl.Kernel(prg, name) used instead")
+
+        def new_kernel():
+            return cl.Kernel(prg, KERNEL_NAME)
+    mf = cl.mem_flags
+    n = np.int32(LAUNCH_N)
+    one = 1
+    gs = (LAUNCH_N,)
+    buf = cl.Buffer(ctx, mf.READ_WRITE, 4 * LAUNCH_N)
+    knl = new_kernel()
+    knl_dtypes = new_kernel()
+    knl_dtypes.set_scalar_arg_dtypes([None, np.int32, np.int32])
+    ct = CtypesCL()
+    ct_launch = ct.launcher(new_kernel(), queue, buf, LAUNCH_N)
+
+    def loop(body, count):
+        def run():
+            for _ in range(count):
+                body()
+        return run
+
+    retrieval_launches = max(launches // 10, 10)
+    py_paths = {
+        "ctypes": lambda: ct_launch(one, LAUNCH_N),
+        "retrieve_attr": lambda: getattr(prg, KERNEL_NAME)(
+            queue, gs, None, buf, np.int32(one), n),
+        "retrieve_get_kernel": lambda: new_kernel()(
+            queue, gs, None, buf, np.int32(one), n),
+        "kept_numpy": lambda: knl(queue, gs, None, buf, np.int32(one), n),
+        "kept_dtypes": lambda: knl_dtypes(queue, gs, None, buf, one, LAUNCH_N),
+        "set_args_enqueue": lambda: (
+            knl.set_args(buf, np.int32(one), n),
+            cl.enqueue_nd_range_kernel(queue, knl, gs, None)),
+    }
+
+    with warnings.catch_warnings():
+        # the point of 'retrieve_attr' is the repeated retrieval
+        warnings.simplefilter("ignore")
+        for key, body in py_paths.items():
+            count = retrieval_launches if key in RETRIEVAL_PATHS else launches
+            body()  # warm up caches
+            queue.finish()
+            t = best_time(loop(body, count), repeats, queue.finish)
+            result["launch"][key] = {"us": 1e6 * t / count}
+
+    # the C loop
+    with tempfile.TemporaryDirectory() as tmp:
+        exe, why = build_c_loop(Path(tmp))
+        kernel_file = Path(tmp) / "kernel.cl"
+        kernel_file.write_text(KERNEL_SRC)
+        if exe is None:
+            result["notes"].append(f"C loop skipped: {why}")
+        else:
+            for mode in ["event", "noevent", "create"]:
+                count = retrieval_launches if mode == "create" else launches
+                result["launch"][f"c_{mode}"] = {"us": run_c_loop(
+                    exe, kernel_file, iplat, idev, mode, count, repeats,
+                    LAUNCH_N)}
+
+        for key, _label, vs in LAUNCH_PATHS:
+            entry = result["launch"].get(key)
+            ref = result["launch"].get(vs)
+            if entry is not None and ref is not None:
+                entry["ratio"] = entry["us"] / ref["us"]
+                entry["vs"] = vs
+
+        # the #830 workload
+        rng = np.random.default_rng(1234)
+        for size in sort_sizes:
+            data = rng.integers(0, 2**31 - 1, size, dtype=np.int32)
+            expected = np.sort(data)
+            sbuf = cl.Buffer(ctx, mf.READ_WRITE, data.nbytes)
+            xs = sort_launches(size)
+            nsz = np.int32(size)
+            gsz = (size,)
+            sknl = new_kernel()
+            sknl_dtypes = new_kernel()
+            sknl_dtypes.set_scalar_arg_dtypes([None, np.int32, np.int32])
+            s_ct = ct.launcher(new_kernel(), queue, sbuf, size)
+
+            def style_830(xs=xs, sbuf=sbuf, nsz=nsz, gsz=gsz):
+                # as in #830: the kernel is retrieved on every launch
+                for x in xs:
+                    prg.swap_pairs_kernel(queue, gsz, None, sbuf, np.int32(x), nsz)
+
+            def style_numpy(xs=xs, sbuf=sbuf, nsz=nsz, gsz=gsz, sknl=sknl):
+                for x in xs:
+                    sknl(queue, gsz, None, sbuf, np.int32(x), nsz)
+
+            def style_dtypes(xs=xs, sbuf=sbuf, size=size, gsz=gsz,
+                             sknl=sknl_dtypes):
+                for x in xs:
+                    sknl(queue, gsz, None, sbuf, x, size)
+
+            def style_set_args(xs=xs, sbuf=sbuf, nsz=nsz, gsz=gsz, sknl=sknl):
+                for x in xs:
+                    sknl.set_args(sbuf, np.int32(x), nsz)
+                    cl.enqueue_nd_range_kernel(queue, sknl, gsz, None)
+
+            def style_ctypes(xs=xs, size=size, launch=s_ct):
+                for x in xs:
+                    launch(x, size)
+
+            styles = {"ctypes": style_ctypes, "830": style_830,
+                      "kept_numpy": style_numpy, "kept_dtypes": style_dtypes,
+                      "set_args_enqueue": style_set_args}
+            entries = {}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for key, fn in styles.items():
+                    def reset(sbuf=sbuf, data=data):
+                        cl.enqueue_copy(queue, sbuf, data)
+                        queue.finish()
+                    t = best_time(fn, repeats, queue.finish, setup=reset)
+                    out = np.empty_like(data)
+                    cl.enqueue_copy(queue, out, sbuf)
+                    entries[key] = {"us": 1e6 * t,
+                                    "ok": bool((out == expected).all())}
+            if exe is not None:
+                entries["c"] = {"us": run_c_loop(
+                    exe, kernel_file, iplat, idev, "sort", 0, repeats, size),
+                    "ok": True}  # the C loop checks its result itself
+            for entry in entries.values():
+                entry["launches"] = len(xs)
+                if "ctypes" in entries:
+                    entry["vs_ctypes"] = entry["us"] / entries["ctypes"]["us"]
+                if "c" in entries:
+                    entry["vs_c"] = entry["us"] / entries["c"]["us"]
+            result["sort"][str(size)] = entries
+
+    return result
+
+# }}}
+
+
+# {{{ upstream's wheel in its own virtual environment
+
+def upstream_python(venv: Path) -> Path:
+    """A virtual environment with upstream's released wheel of the pinned
+    version; made on first use."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import upstream
+    version = upstream.read_pin(ROOT).version
+    py = venv / "bin" / "python"
+    check = [str(py), "-c",
+             "import importlib.metadata as m, sys; "
+             "sys.exit(m.version('pyopencl') != sys.argv[1])", version]
+    if py.exists() and subprocess.run(check, check=False).returncode == 0:
+        return py
+    print(f"making {venv} with upstream's pyopencl=={version} wheel",
+          file=sys.stderr)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(py), "-m", "pip", "install", "-q",
+                    "--disable-pip-version-check", "--only-binary", "pyopencl",
+                    f"pyopencl=={version}"], check=True)
+    return py
+
+# }}}
+
+
+# {{{ output
+
+def fmt_us(entry: dict | None) -> str:
+    return "-" if entry is None else f"{entry['us']:9.2f}"
+
+
+def fmt_ratio(x: float | None) -> str:
+    return "-" if x is None else f"{x:6.2f}x"
+
+
+def print_table(runs: dict[str, dict]) -> None:
+    names = list(runs)
+    first = runs[names[0]]
+    print(f"\nDevice: {first['device']}")
+    for name in names:
+        print(f"  {name}: pyopencl {runs[name]['pyopencl']}, "
+              f"Python {runs[name]['python']}")
+    header = f"{'per launch (µs, ratio to matching C loop)':46}"
+    for name in names:
+        header += f" | {name:>9} {'ratio':>7}"
+    print("\n" + header)
+    print("-" * len(header))
+    for key, label, vs in LAUNCH_PATHS:
+        row = f"{label:46}"
+        for name in names:
+            e = runs[name]["launch"].get(key)
+            row += f" | {fmt_us(e):>9} {fmt_ratio(e and e.get('ratio')):>7}"
+        print(row)
+    print("  ratios: 'every launch' paths against the C loop that calls "
+          "clCreateKernel every launch, the others against the C loop with "
+          "an event")
+
+    for size in first["sort"]:
+        launches = next(iter(first["sort"][size].values()))["launches"]
+        header = f"{f'bitonic sort of {size} int32 ({launches} launches), µs':46}"
+        for name in names:
+            header += f" | {name:>9} {'/ctypes':>7} {'/C':>7}"
+        print("\n" + header)
+        print("-" * len(header))
+        for key, label in SORT_STYLES:
+            row = f"{label:46}"
+            for name in names:
+                e = runs[name]["sort"].get(size, {}).get(key)
+                row += (f" | {fmt_us(e):>9} "
+                        f"{fmt_ratio(e and e.get('vs_ctypes')):>7} "
+                        f"{fmt_ratio(e and e.get('vs_c')):>7}")
+                if e is not None and not e["ok"]:
+                    row += " WRONG RESULT"
+            print(row)
+
+    for name in names:
+        for note in runs[name]["notes"]:
+            print(f"note ({name}): {note}")
+
+
+def plot(runs: dict[str, dict], path: Path) -> str | None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib not installed: no plot"
+    keys = [k for k, _, _ in LAUNCH_PATHS if not k.startswith("c_")]
+    labels = [label for k, label, _ in LAUNCH_PATHS if not k.startswith("c_")]
+    fig, ax = plt.subplots(figsize=(10, 5.5))
+    width = 0.8 / len(runs)
+    for i, (name, run) in enumerate(runs.items()):
+        xs = [j + (i - (len(runs) - 1) / 2) * width for j in range(len(keys))]
+        ys = [run["launch"].get(k, {}).get("us", float("nan")) for k in keys]
+        ax.bar(xs, ys, width, label=f"{name} ({run['pyopencl']})")
+    first = next(iter(runs.values()))
+    for key, style in [("c_event", "-"), ("c_create", "--")]:
+        if key in first["launch"]:
+            ax.axhline(first["launch"][key]["us"], color="black", ls=style,
+                       lw=1, label=dict((k, lbl) for k, lbl, _ in LAUNCH_PATHS)[key])
+    ax.set_yscale("log")
+    ax.set_ylabel("µs per launch (log scale)")
+    ax.set_xticks(range(len(keys)))
+    ax.set_xticklabels(labels, rotation=20, ha="right", fontsize=8)
+    ax.set_title(f"Kernel launch overhead on {first['device']}", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return None
+
+# }}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="PYOPENCL_CTX selects the device, e.g. PYOPENCL_CTX=0:0.")
+    ap.add_argument("--quick", action="store_true",
+                    help="few launches and small sorts: checks that it runs")
+    ap.add_argument("--launches", type=int, default=20000,
+                    help="launches per timing of a kept kernel (default "
+                    "%(default)s; a tenth for paths that create a kernel "
+                    "every launch)")
+    ap.add_argument("--repeats", type=int, default=5,
+                    help="timings per path; the best is kept")
+    ap.add_argument("--sort-sizes", default="1024,65536",
+                    help="comma-separated powers of two")
+    ap.add_argument("--no-upstream", action="store_true",
+                    help="measure this environment only")
+    ap.add_argument("--upstream-venv", type=Path,
+                    default=ROOT / ".venv-upstream",
+                    help="where upstream's wheel is installed")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench-out",
+                    help="directory for launch_overhead.json and .png")
+    ap.add_argument("--measure-only", type=Path, metavar="JSON",
+                    help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+
+    if args.quick:
+        args.launches, args.repeats = 500, 2
+        args.sort_sizes = "1024,4096"
+    sizes = [int(s) for s in args.sort_sizes.split(",") if s]
+    for s in sizes:
+        if s < 2 or s & (s - 1):
+            ap.error(f"sort size {s} is not a power of two")
+
+    if args.measure_only is not None:
+        args.measure_only.write_text(json.dumps(
+            measure(args.launches, args.repeats, sizes)))
+        return 0
+
+    runs = {"fork": measure(args.launches, args.repeats, sizes)}
+    if not args.no_upstream:
+        py = upstream_python(args.upstream_venv)
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "upstream.json"
+            cmd = [str(py), str(Path(__file__).resolve()), "--measure-only",
+                   str(out), "--launches", str(args.launches),
+                   "--repeats", str(args.repeats),
+                   "--sort-sizes", ",".join(map(str, sizes))]
+            subprocess.run(cmd, check=True, cwd=tmp)
+            runs["upstream"] = json.loads(out.read_text())
+
+    print_table(runs)
+    args.out.mkdir(parents=True, exist_ok=True)
+    json_path = args.out / "launch_overhead.json"
+    json_path.write_text(json.dumps({"runs": runs}, indent=2) + "\n")
+    print(f"\nwrote {json_path}")
+    png_path = args.out / "launch_overhead.png"
+    why = plot(runs, png_path)
+    print(why or f"wrote {png_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

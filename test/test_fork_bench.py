@@ -1,0 +1,75 @@
+"""The launch-overhead benchmark runs and reports sane results.
+
+Quick mode only; no time is asserted, only that every path is reported with
+a positive time and a ratio, and that every sort is right.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+import launch_overhead as lo  # noqa: E402
+
+
+def run_bench(out: Path, *extra: str) -> dict:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "launch_overhead.py"), "--quick",
+         "--out", str(out), *extra],
+        capture_output=True, text=True, check=False,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "per launch" in proc.stdout
+    assert "WRONG RESULT" not in proc.stdout
+    return json.loads((out / "launch_overhead.json").read_text())["runs"]
+
+
+def check_run(run: dict) -> None:
+    assert not [n for n in run["notes"] if "C loop skipped" in n], run["notes"]
+    for key, _label, vs in lo.LAUNCH_PATHS:
+        entry = run["launch"][key]
+        assert entry["us"] > 0
+        assert entry["vs"] == vs
+        assert entry["ratio"] > 0
+    for size in ["1024", "4096"]:
+        styles = run["sort"][size]
+        assert set(styles) == {k for k, _ in lo.SORT_STYLES}
+        for entry in styles.values():
+            assert entry["ok"]
+            assert entry["us"] > 0
+            assert entry["launches"] == len(lo.sort_launches(int(size)))
+
+
+def test_sort_launch_counts():
+    # the #830 workload: 152 launches for 64K ints, 65 for 1K
+    assert len(lo.sort_launches(65536)) == 152
+    assert len(lo.sort_launches(1024)) == 65
+
+
+def test_quick_benchmark(tmp_path):
+    runs = run_bench(tmp_path, "--no-upstream")
+    assert list(runs) == ["fork"]
+    check_run(runs["fork"])
+
+
+def test_quick_benchmark_beside_upstream(tmp_path):
+    runs = run_bench(tmp_path, "--upstream-venv", str(ROOT / ".venv-upstream"))
+    assert list(runs) == ["fork", "upstream"]
+    for run in runs.values():
+        check_run(run)
+    assert "+fork." in runs["fork"]["pyopencl"]
+    assert "+" not in runs["upstream"]["pyopencl"]
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        pytest.skip("matplotlib not installed")
+    png = tmp_path / "launch_overhead.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
