@@ -94,9 +94,11 @@ case $cmd in
   test)
     ensure_system
     ensure_fork test
-    # ours (test/) and upstream's suite from the patched tree that was built
-    exec "$venv/bin/python" -m pytest test "subprojects/pyopencl-$("$venv/bin/python" \
-      tools/upstream.py version)/test" "$@"
+    # ours (test/) and upstream's suite from the patched tree that was built;
+    # PyOpenCL's own code and tests never retrieve a kernel twice
+    exec "$venv/bin/python" -m pytest -ra \
+      -W error::pyopencl.RepeatedKernelRetrievalWarning \
+      test "subprojects/pyopencl-$("$venv/bin/python" tools/upstream.py version)/test" "$@"
     ;;
   *) usage ;;
 esac
