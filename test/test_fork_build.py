@@ -226,7 +226,7 @@ def test_install_from_git_url(tmp_path):
 def test_fork_sdist_installs_without_fetching_upstream(tmp_path):
     repo = copy_repo(tmp_path / "repo")
     proc = run([sys.executable, "-m", "build", "--sdist", "--outdir",
-                tmp_path / "dist", repo])
+                tmp_path / "dist", repo], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:]
     (sdist,) = (tmp_path / "dist").glob("pyopencl-*.tar.gz")
     with tarfile.open(sdist) as tf:

@@ -6,7 +6,7 @@
     tools/series.py check          every patch applies to the pristine sdist,
                                    in order, with no fuzz and no offset
 
-DIR defaults to ``build/series``.  ``unpack`` makes one commit of the pristine
+DIR defaults to ``series-tree`` (ignored by git).  ``unpack`` makes one commit of the pristine
 sdist (tagged ``upstream``) and one commit per patch (``git am``), so editing a
 patch is editing code: change files, ``git commit --amend`` or
 ``git rebase -i upstream``, then ``export``.  ``export`` rewrites
@@ -31,7 +31,7 @@ import upstream  # noqa: E402
 
 
 PATCH_DIR = "patches"
-DEFAULT_TREE = upstream.ROOT / "build" / "series"
+DEFAULT_TREE = upstream.ROOT / "series-tree"
 GIT_ID = ["-c", "user.name=series", "-c", "user.email=series@localhost",
           "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false"]
 
@@ -72,6 +72,14 @@ def unpack(pin: upstream.Pin, tree: Path) -> None:
     if pin.series:
         git(tree, "am", "-q", "--whitespace=nowarn",
             *[str(p) for p in pin.series])
+    # our Meson build, untracked and ignored there, so that the tree builds
+    # in place: meson setup _build && ninja -C _build
+    overlay = pin.packagefiles / pin.patch_directory
+    with open(tree / ".git" / "info" / "exclude", "a") as exclude:
+        exclude.write("/_build/\n")
+        for f in sorted(overlay.iterdir()):
+            shutil.copy2(f, tree / f.name)
+            exclude.write(f"/{f.name}\n")
     print(f"{tree}: upstream {pin.version} + {len(pin.series)} patches")
 
 
