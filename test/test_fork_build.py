@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -240,5 +241,38 @@ def test_fork_sdist_installs_without_fetching_upstream(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "fetching upstream sdist" not in proc.stdout
     _check_target(target)
+
+# }}}
+
+
+# {{{ bootstrap without root
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv to act as another user")
+def test_bootstrap_without_root_names_missing_packages():
+    # pytest's tmp_path is private to root; another user needs a place
+    with tempfile.TemporaryDirectory() as tmp:
+        _bootstrap_without_root(Path(tmp))
+
+
+def _bootstrap_without_root(tmp_path: Path) -> None:
+    # a dpkg-query that knows no package: everything is missing
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    (fake_bin / "dpkg-query").write_text("#!/bin/sh\nexit 1\n")
+    (fake_bin / "dpkg-query").chmod(0o755)
+    script = tmp_path / "bootstrap.sh"
+    shutil.copy2(ROOT / "bootstrap.sh", script)
+    tmp_path.chmod(0o755)
+    proc = run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                "bash", script, "test"],
+               env={"PATH": f"{fake_bin}:/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert proc.returncode == 1, proc.stdout
+    assert "missing Debian packages:" in proc.stdout
+    for pkg in ["opencl-headers", "ocl-icd-opencl-dev", "pocl-opencl-icd",
+                "clinfo"]:
+        assert pkg in proc.stdout
+    assert "apt-get install -y" in proc.stdout
+    assert not (tmp_path / ".venv").exists()
 
 # }}}
