@@ -5,6 +5,12 @@
     tools/series.py export [DIR]   commits upstream..HEAD of DIR -> the series
     tools/series.py check          every patch applies to the pristine sdist,
                                    in order, with no fuzz and no offset
+    tools/series.py bisect [--full] the fork builds and passes tests with
+                                   each prefix of the series (patch 1, 1-2,
+                                   ...): the series is bisectable. Quick by
+                                   default (the test files each patch
+                                   touches, plus test_wrapper.py); --full
+                                   runs upstream's whole suite each time
 
 DIR defaults to ``series-tree`` (ignored by git).  ``unpack`` makes one commit of the pristine
 sdist (tagged ``upstream``) and one commit per patch (``git am``), so editing a
@@ -17,6 +23,7 @@ patch is editing code: change files, ``git commit --amend`` or
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -140,11 +147,65 @@ def check(pin: upstream.Pin) -> int:
     return 1 if bad else 0
 
 
+def bisect(pin: upstream.Pin, full: bool) -> int:
+    """Build the fork with each prefix of the series and test it."""
+    bad = 0
+    for k in range(1, len(pin.series) + 1):
+        patch = pin.series[k - 1]
+        with tempfile.TemporaryDirectory() as tmp:
+            repo = Path(tmp) / "repo"
+            files = subprocess.run(["git", "ls-files", "-z"], cwd=pin.root,
+                                   check=True, capture_output=True,
+                                   text=True).stdout.split("\0")
+            for f in filter(None, files):
+                if (pin.root / f).exists():
+                    (repo / f).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(pin.root / f, repo / f)
+            shutil.copy2(upstream.ensure_tarball(pin),
+                         repo / pin.tarball.relative_to(pin.root))
+            set_diff_files(upstream.read_pin(repo),
+                           [str(p.relative_to(pin.packagefiles))
+                            for p in pin.series[:k]])
+            target = Path(tmp) / "target"
+            proc = subprocess.run(
+                [sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                 "--disable-pip-version-check", "--target", str(target),
+                 str(repo)], capture_output=True, text=True, check=False)
+            if proc.returncode:
+                print(f"BUILD FAILS after {patch.name}:\n{proc.stdout[-2000:]}"
+                      f"{proc.stderr[-2000:]}")
+                bad += 1
+                continue
+            tree = upstream.read_pin(repo).extracted
+            if full:
+                tests = [str(tree / "test")]
+            else:
+                touched = re.findall(r"^\+\+\+ b/(test/test_\S+\.py)$",
+                                     patch.read_text(), flags=re.M)
+                tests = sorted({str(tree / t) for t in
+                                [*touched, "test/test_wrapper.py"]})
+            env = dict(os.environ, PYTHONPATH=str(target))
+            proc = subprocess.run(
+                [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                 "--deselect", f"{tree}/test/test_array.py::test_xdg_cache_home",
+                 *tests], cwd=tmp, env=env, capture_output=True, text=True,
+                check=False)
+            last = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
+            status = "ok  " if proc.returncode == 0 else "FAIL"
+            print(f"{status} {patch.name}: {last}", flush=True)
+            if proc.returncode:
+                print(proc.stdout[-3000:])
+                bad += 1
+    return 1 if bad else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("action", choices=["unpack", "export", "check"])
+    ap.add_argument("action", choices=["unpack", "export", "check", "bisect"])
     ap.add_argument("tree", nargs="?", type=Path, default=DEFAULT_TREE)
+    ap.add_argument("--full", action="store_true",
+                    help="bisect: run upstream's whole suite for each prefix")
     args = ap.parse_args()
     try:
         pin = upstream.read_pin()
@@ -152,6 +213,8 @@ def main() -> int:
             unpack(pin, args.tree.resolve())
         elif args.action == "export":
             export(pin, args.tree.resolve())
+        elif args.action == "bisect":
+            return bisect(pin, args.full)
         else:
             return check(pin)
     except upstream.FetchError as e:
