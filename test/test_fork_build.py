@@ -91,6 +91,29 @@ def test_series_round_trip(tmp_path):
     assert (repo / "subprojects" / "pyopencl.wrap").read_text() == (
         ROOT / "subprojects" / "pyopencl.wrap").read_text()
 
+def test_rebase_onto_the_pinned_release_changes_nothing(tmp_path):
+    # the scripted rebase procedure, run onto the release already pinned
+    repo = copy_repo(tmp_path / "repo")
+    shutil.copy2(PIN.tarball, repo / PIN.tarball.relative_to(ROOT))
+    proc = run([sys.executable, repo / "tools" / "series.py", "rebase",
+                PIN.version, "--sha256", PIN.sha256, tmp_path / "tree"])
+    assert proc.returncode == 0, proc.stdout
+    assert "re-pinned to" in proc.stdout
+    for f in ["subprojects/pyopencl.wrap", "meson.build",
+              *(f"subprojects/packagefiles/{d}" for d in PIN.diff_files)]:
+        assert (repo / f).read_bytes() == (ROOT / f).read_bytes(), f
+
+
+def test_rebase_refuses_a_wrong_hash(tmp_path):
+    repo = copy_repo(tmp_path / "repo")
+    shutil.copy2(PIN.tarball, repo / PIN.tarball.relative_to(ROOT))
+    proc = run([sys.executable, repo / "tools" / "series.py", "rebase",
+                PIN.version, "--sha256", "0" * 64, tmp_path / "tree"])
+    assert proc.returncode == 1
+    assert "sha256 mismatch" in proc.stdout
+    assert (repo / "subprojects" / "pyopencl.wrap").read_bytes() == (
+        ROOT / "subprojects" / "pyopencl.wrap").read_bytes()
+
 # }}}
 
 

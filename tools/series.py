@@ -5,6 +5,12 @@
     tools/series.py export [DIR]   commits upstream..HEAD of DIR -> the series
     tools/series.py check          every patch applies to the pristine sdist,
                                    in order, with no fuzz and no offset
+    tools/series.py rebase VERSION --sha256 HASH [DIR]
+                                   move the series onto another upstream
+                                   release: fetch and verify its sdist,
+                                   unpack it into DIR, git am --3way the
+                                   series; on success re-pin (wrap file,
+                                   meson.build version) and export
     tools/series.py bisect [--full] the fork builds and passes tests with
                                    each prefix of the series (patch 1, 1-2,
                                    ...): the series is bisectable. Quick by
@@ -147,6 +153,53 @@ def check(pin: upstream.Pin) -> int:
     return 1 if bad else 0
 
 
+def rebase(pin: upstream.Pin, tree: Path, version: str, sha256: str) -> int:
+    """Re-apply the series onto another release and re-pin to it."""
+    if not re.fullmatch(r"[0-9][0-9a-z.]*", version):
+        sys.exit(f"error: {version!r} does not look like a release version")
+    new = upstream.Pin(
+        root=pin.root, version=version, filename=f"pyopencl-{version}.tar.gz",
+        sha256=sha256.lower(), directory=f"pyopencl-{version}",
+        patch_directory=pin.patch_directory, diff_files=pin.diff_files)
+    upstream.ensure_tarball(new)  # downloads and verifies against --sha256
+
+    if tree.exists():
+        shutil.rmtree(tree)
+    tree.parent.mkdir(parents=True, exist_ok=True)
+    extract_pristine(new, tree)
+    git(tree, "init", "-q", "-b", "series")
+    git(tree, "add", "-A", "-f")
+    git(tree, "commit", "-q", "-m", f"upstream PyOpenCL {version} sdist")
+    git(tree, "tag", "upstream")
+    proc = subprocess.run(
+        ["git", *GIT_ID, "am", "-q", "--3way", "--whitespace=nowarn",
+         *[str(p) for p in pin.series]], cwd=tree, check=False)
+    if proc.returncode:
+        print(f"\nThe series does not apply cleanly to {version}. In {tree}:\n"
+              "  resolve the conflict, git add the files, git am --continue\n"
+              "  (repeat until done), then run this command again with the\n"
+              "  same arguments after removing nothing: it re-pins only when\n"
+              "  git am has finished. Or: tools/series.py rebase ... again to\n"
+              "  start over.", file=sys.stderr)
+        return 1
+
+    # re-pin: the wrap file and the upstream part of the fork's version
+    wrap = pin.root / "subprojects" / "pyopencl.wrap"
+    text = wrap.read_text()
+    for key, value in [("directory", new.directory),
+                       ("source_filename", new.filename),
+                       ("source_hash", new.sha256)]:
+        text = re.sub(rf"^{key}\s*=.*$", f"{key} = {value}", text, flags=re.M)
+    wrap.write_text(text)
+    meson_build = pin.root / "meson.build"
+    meson_build.write_text(re.sub(
+        r"version: '[^']*\+fork\.\d+'", f"version: '{version}+fork.1'",
+        meson_build.read_text()))
+    export(upstream.read_pin(pin.root), tree)
+    print(f"re-pinned to {version}; build and run the tests next")
+    return 0
+
+
 def bisect(pin: upstream.Pin, full: bool) -> int:
     """Build the fork with each prefix of the series and test it."""
     bad = 0
@@ -202,17 +255,30 @@ def bisect(pin: upstream.Pin, full: bool) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("action", choices=["unpack", "export", "check", "bisect"])
-    ap.add_argument("tree", nargs="?", type=Path, default=DEFAULT_TREE)
+    ap.add_argument("action",
+                    choices=["unpack", "export", "check", "rebase", "bisect"])
+    ap.add_argument("operands", nargs="*", metavar="[VERSION] [DIR]",
+                    help="rebase: the release to move onto; unpack, export, "
+                    f"rebase: the scratch tree (default {DEFAULT_TREE.name})")
+    ap.add_argument("--sha256", help="rebase: the new release's sdist hash")
     ap.add_argument("--full", action="store_true",
                     help="bisect: run upstream's whole suite for each prefix")
-    args = ap.parse_args()
+    args = ap.parse_intermixed_args()
+    operands = list(args.operands)
+    args.version = operands.pop(0) if args.action == "rebase" and operands else None
+    if len(operands) > 1 or (operands and args.action in {"check", "bisect"}):
+        ap.error(f"unexpected arguments: {' '.join(operands)}")
+    args.tree = Path(operands[0]) if operands else DEFAULT_TREE
     try:
         pin = upstream.read_pin()
         if args.action == "unpack":
             unpack(pin, args.tree.resolve())
         elif args.action == "export":
             export(pin, args.tree.resolve())
+        elif args.action == "rebase":
+            if not args.version or not args.sha256:
+                ap.error("rebase needs VERSION and --sha256 HASH")
+            return rebase(pin, args.tree.resolve(), args.version, args.sha256)
         elif args.action == "bisect":
             return bisect(pin, args.full)
         else:

@@ -105,7 +105,7 @@ def check_hash(pin: Pin, path: Path) -> None:
     if actual != pin.sha256:
         raise FetchError(
             f"sha256 mismatch for {path}:\n"
-            f"  expected {pin.sha256} (pinned in subprojects/pyopencl.wrap)\n"
+            f"  expected {pin.sha256} (the pin)\n"
             f"  actual   {actual}\n"
             "The file is not the pinned upstream release. Delete it and build "
             "again to download it anew; if the mismatch persists, your package "
