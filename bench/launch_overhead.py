@@ -94,8 +94,14 @@ def build_c_loop(workdir: Path) -> tuple[Path | None, str]:
     if cc is None:
         return None, "no C compiler found (set CC)"
     exe = workdir / "launch_loop"
+    # the same variables as PyOpenCL's build, for OpenCL outside the system
+    flags = [f"-I{os.environ['CL_INC_DIR']}"] if os.environ.get("CL_INC_DIR") else []
+    if os.environ.get("CL_LIB_DIR"):
+        flags += [f"-L{os.environ['CL_LIB_DIR']}",
+                  f"-Wl,-rpath,{os.environ['CL_LIB_DIR']}"]
     proc = subprocess.run(
-        [cc, "-O2", "-o", str(exe), str(HERE / "launch_loop.c"), "-lOpenCL"],
+        [cc, "-O2", *flags, "-o", str(exe), str(HERE / "launch_loop.c"),
+         "-lOpenCL"],
         capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         return None, "C loop did not compile: " + proc.stderr.strip()[-500:]
@@ -473,6 +479,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--upstream-venv", type=Path,
                     default=ROOT / ".venv-upstream",
                     help="where upstream's wheel is installed")
+    ap.add_argument("--upstream-path", type=Path,
+                    help="a directory holding upstream's installed pyopencl "
+                    "(pip install --target), run with this interpreter "
+                    "instead of the venv: for machines without a network")
     ap.add_argument("--out", type=Path, default=ROOT / "bench-out",
                     help="directory for launch_overhead.json and .png")
     ap.add_argument("--measure-only", type=Path, metavar="JSON",
@@ -494,14 +504,23 @@ def main(argv: list[str] | None = None) -> int:
 
     runs = {"fork": measure(args.launches, args.repeats, sizes)}
     if not args.no_upstream:
-        py = upstream_python(args.upstream_venv)
+        env = None
+        if args.upstream_path is not None:
+            py = Path(sys.executable)
+            # upstream first, and no other entry that holds a pyopencl
+            others = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                      if e and not (Path(e) / "pyopencl").exists()]
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+                [str(args.upstream_path.resolve()), *others]))
+        else:
+            py = upstream_python(args.upstream_venv)
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "upstream.json"
             cmd = [str(py), str(Path(__file__).resolve()), "--measure-only",
                    str(out), "--launches", str(args.launches),
                    "--repeats", str(args.repeats),
                    "--sort-sizes", ",".join(map(str, sizes))]
-            subprocess.run(cmd, check=True, cwd=tmp)
+            subprocess.run(cmd, check=True, cwd=tmp, env=env)
             runs["upstream"] = json.loads(out.read_text())
 
     print_table(runs)
