@@ -3,7 +3,7 @@
 
 Every path launches the same 3-argument kernel (one buffer, two int32
 scalars) with a small global size, so that launch cost dominates. Each is
-reported in microseconds per launch (best of several repeats, the queue
+reported in microseconds per launch (best of interleaved rounds, the queue
 drained inside the timing) and as a ratio to the matching C loop measured in
 the same run. The #830 workload, a bitonic sort with a swap-pairs kernel, runs
 in each dispatch style and is checked against numpy's sort.
@@ -89,34 +89,45 @@ def sort_launches(n: int) -> list[int]:
 
 # {{{ the C loop
 
-def build_c_loop(workdir: Path) -> tuple[Path | None, str]:
+class CLoop:
+    """bench/launch_loop.c, compiled at run time as a shared library against
+    the system's libOpenCL and called with the benchmark's own handles."""
+
+    def __init__(self, lib_path: Path) -> None:
+        lib = ctypes.CDLL(str(lib_path))
+        vp = ctypes.c_void_p
+        self.launch_loop = lib.launch_loop
+        self.launch_loop.argtypes = [vp, vp, vp, ctypes.c_char_p, vp,
+                                     ctypes.c_int, ctypes.c_long, ctypes.c_int32]
+        self.launch_loop.restype = ctypes.c_double
+        self.bitonic_sort = lib.bitonic_sort
+        self.bitonic_sort.argtypes = [vp, vp, vp, ctypes.c_int32]
+        self.bitonic_sort.restype = ctypes.c_double
+
+    @staticmethod
+    def checked(t: float) -> float:
+        if t < 0:
+            raise RuntimeError(f"C loop: OpenCL error {int(t)}")
+        return t
+
+
+def build_c_loop(workdir: Path) -> tuple[CLoop | None, str]:
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         return None, "no C compiler found (set CC)"
-    exe = workdir / "launch_loop"
+    lib = workdir / "launch_loop.so"
     # the same variables as PyOpenCL's build, for OpenCL outside the system
     flags = [f"-I{os.environ['CL_INC_DIR']}"] if os.environ.get("CL_INC_DIR") else []
     if os.environ.get("CL_LIB_DIR"):
         flags += [f"-L{os.environ['CL_LIB_DIR']}",
                   f"-Wl,-rpath,{os.environ['CL_LIB_DIR']}"]
     proc = subprocess.run(
-        [cc, "-O2", *flags, "-o", str(exe), str(HERE / "launch_loop.c"),
-         "-lOpenCL"],
+        [cc, "-O2", "-shared", "-fPIC", *flags, "-o", str(lib),
+         str(HERE / "launch_loop.c"), "-lOpenCL"],
         capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         return None, "C loop did not compile: " + proc.stderr.strip()[-500:]
-    return exe, ""
-
-
-def run_c_loop(exe: Path, kernel_file: Path, iplat: int, idev: int,
-               mode: str, launches: int, repeats: int, n: int) -> float:
-    proc = subprocess.run(
-        [str(exe), str(kernel_file), str(iplat), str(idev), mode,
-         str(launches), str(repeats), str(n)],
-        capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"C loop ({mode}) failed: {proc.stderr.strip()}")
-    return float(proc.stdout)
+    return CLoop(lib), ""
 
 # }}}
 
@@ -169,25 +180,10 @@ class CtypesCL:
 
 # {{{ measurement in this interpreter
 
-def device_indices(cl, dev) -> tuple[int, int]:
-    platforms = cl.get_platforms()
-    iplat = next(i for i, p in enumerate(platforms) if p == dev.platform)
-    return iplat, dev.platform.get_devices().index(dev)
-
-
-def best_time(fn, repeats: int, finish, setup=None) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        if setup is not None:
-            setup()
-        t0 = time.perf_counter()
-        fn()
-        finish()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def measure(launches: int, repeats: int, sort_sizes: list[int]) -> dict:
+    """Time every path in this process. The paths are interleaved: each of
+    the *repeats* rounds times every path once, and each path keeps its best
+    round, so a slow spell of a noisy machine hits all paths alike."""
     import numpy as np
 
     import pyopencl as cl
@@ -195,13 +191,14 @@ def measure(launches: int, repeats: int, sort_sizes: list[int]) -> dict:
     ctx = cl.create_some_context(interactive=False)
     queue = cl.CommandQueue(ctx)
     dev = queue.device
-    iplat, idev = device_indices(cl, dev)
     prg = cl.Program(ctx, KERNEL_SRC).build()
 
     result: dict = {
         "pyopencl": cl.VERSION_TEXT,
         "python": sys.version.split()[0],
         "device": f"{dev.name} ({dev.platform.name})",
+        "launches": launches,
+        "repeats": repeats,
         "notes": [],
         "launch": {},
         "sort": {},
@@ -216,6 +213,12 @@ def measure(launches: int, repeats: int, sort_sizes: list[int]) -> dict:
 
         def new_kernel():
             return cl.Kernel(prg, KERNEL_NAME)
+
+    tmp = tempfile.TemporaryDirectory()
+    c_loop, why = build_c_loop(Path(tmp.name))
+    if c_loop is None:
+        result["notes"].append(f"C loop skipped: {why}")
+
     mf = cl.mem_flags
     n = np.int32(LAUNCH_N)
     one = 1
@@ -226,122 +229,143 @@ def measure(launches: int, repeats: int, sort_sizes: list[int]) -> dict:
     knl_dtypes.set_scalar_arg_dtypes([None, np.int32, np.int32])
     ct = CtypesCL()
     ct_launch = ct.launcher(new_kernel(), queue, buf, LAUNCH_N)
+    c_knl = new_kernel()
+    name = KERNEL_NAME.encode()
 
-    def loop(body, count):
-        def run():
+    def py_loop(body):
+        def run(count):
+            t0 = time.perf_counter()
             for _ in range(count):
                 body()
+            queue.finish()
+            return time.perf_counter() - t0
         return run
 
-    retrieval_launches = max(launches // 10, 10)
-    py_paths = {
-        "ctypes": lambda: ct_launch(one, LAUNCH_N),
-        "retrieve_attr": lambda: getattr(prg, KERNEL_NAME)(
-            queue, gs, None, buf, np.int32(one), n),
-        "retrieve_get_kernel": lambda: new_kernel()(
-            queue, gs, None, buf, np.int32(one), n),
-        "kept_numpy": lambda: knl(queue, gs, None, buf, np.int32(one), n),
-        "kept_dtypes": lambda: knl_dtypes(queue, gs, None, buf, one, LAUNCH_N),
-        "set_args_enqueue": lambda: (
-            knl.set_args(buf, np.int32(one), n),
-            cl.enqueue_nd_range_kernel(queue, knl, gs, None)),
-    }
+    def c_run(mode):
+        def run(count):
+            return CLoop.checked(c_loop.launch_loop(
+                queue.int_ptr, prg.int_ptr, c_knl.int_ptr, name, buf.int_ptr,
+                mode, count, LAUNCH_N))
+        return run
 
+    paths = {}
+    if c_loop is not None:
+        paths.update({"c_event": c_run(0), "c_noevent": c_run(1),
+                      "c_create": c_run(2)})
+    paths.update({
+        "ctypes": py_loop(lambda: ct_launch(one, LAUNCH_N)),
+        "retrieve_attr": py_loop(lambda: getattr(prg, KERNEL_NAME)(
+            queue, gs, None, buf, np.int32(one), n)),
+        "retrieve_get_kernel": py_loop(lambda: new_kernel()(
+            queue, gs, None, buf, np.int32(one), n)),
+        "kept_numpy": py_loop(
+            lambda: knl(queue, gs, None, buf, np.int32(one), n)),
+        "kept_dtypes": py_loop(
+            lambda: knl_dtypes(queue, gs, None, buf, one, LAUNCH_N)),
+        "set_args_enqueue": py_loop(lambda: (
+            knl.set_args(buf, np.int32(one), n),
+            cl.enqueue_nd_range_kernel(queue, knl, gs, None))),
+    })
+
+    retrieval_launches = max(launches // 10, 10)
+    best = dict.fromkeys(paths, float("inf"))
     with warnings.catch_warnings():
         # the point of 'retrieve_attr' is the repeated retrieval
         warnings.simplefilter("ignore")
-        for key, body in py_paths.items():
-            count = retrieval_launches if key in RETRIEVAL_PATHS else launches
-            body()  # warm up caches
-            queue.finish()
-            t = best_time(loop(body, count), repeats, queue.finish)
-            result["launch"][key] = {"us": 1e6 * t / count}
+        for run in paths.values():
+            run(10)  # warm up caches
+        for _ in range(repeats):
+            for key, run in paths.items():
+                count = retrieval_launches if key in RETRIEVAL_PATHS else launches
+                best[key] = min(best[key], run(count) / count)
+    for key, t in best.items():
+        result["launch"][key] = {"us": 1e6 * t}
+    for key, _label, vs in LAUNCH_PATHS:
+        entry = result["launch"].get(key)
+        ref = result["launch"].get(vs)
+        if entry is not None and ref is not None:
+            entry["ratio"] = entry["us"] / ref["us"]
+            entry["vs"] = vs
 
-    # the C loop
-    with tempfile.TemporaryDirectory() as tmp:
-        exe, why = build_c_loop(Path(tmp))
-        kernel_file = Path(tmp) / "kernel.cl"
-        kernel_file.write_text(KERNEL_SRC)
-        if exe is None:
-            result["notes"].append(f"C loop skipped: {why}")
-        else:
-            for mode in ["event", "noevent", "create"]:
-                count = retrieval_launches if mode == "create" else launches
-                result["launch"][f"c_{mode}"] = {"us": run_c_loop(
-                    exe, kernel_file, iplat, idev, mode, count, repeats,
-                    LAUNCH_N)}
+    # the #830 workload
+    rng = np.random.default_rng(1234)
+    for size in sort_sizes:
+        data = rng.integers(0, 2**31 - 1, size, dtype=np.int32)
+        expected = np.sort(data)
+        sbuf = cl.Buffer(ctx, mf.READ_WRITE, data.nbytes)
+        xs = sort_launches(size)
+        nsz = np.int32(size)
+        gsz = (size,)
+        sknl = new_kernel()
+        sknl_dtypes = new_kernel()
+        sknl_dtypes.set_scalar_arg_dtypes([None, np.int32, np.int32])
+        s_ct = ct.launcher(new_kernel(), queue, sbuf, size)
+        s_c = new_kernel()
 
-        for key, _label, vs in LAUNCH_PATHS:
-            entry = result["launch"].get(key)
-            ref = result["launch"].get(vs)
-            if entry is not None and ref is not None:
-                entry["ratio"] = entry["us"] / ref["us"]
-                entry["vs"] = vs
+        def style_c(sbuf=sbuf, size=size, s_c=s_c):
+            return CLoop.checked(c_loop.bitonic_sort(
+                queue.int_ptr, s_c.int_ptr, sbuf.int_ptr, size))
 
-        # the #830 workload
-        rng = np.random.default_rng(1234)
-        for size in sort_sizes:
-            data = rng.integers(0, 2**31 - 1, size, dtype=np.int32)
-            expected = np.sort(data)
-            sbuf = cl.Buffer(ctx, mf.READ_WRITE, data.nbytes)
-            xs = sort_launches(size)
-            nsz = np.int32(size)
-            gsz = (size,)
-            sknl = new_kernel()
-            sknl_dtypes = new_kernel()
-            sknl_dtypes.set_scalar_arg_dtypes([None, np.int32, np.int32])
-            s_ct = ct.launcher(new_kernel(), queue, sbuf, size)
+        def timed(fn):
+            def timed_fn():
+                t0 = time.perf_counter()
+                fn()
+                queue.finish()
+                return time.perf_counter() - t0
+            return timed_fn
 
-            def style_830(xs=xs, sbuf=sbuf, nsz=nsz, gsz=gsz):
-                # as in #830: the kernel is retrieved on every launch
-                for x in xs:
-                    prg.swap_pairs_kernel(queue, gsz, None, sbuf, np.int32(x), nsz)
+        def style_830(xs=xs, sbuf=sbuf, nsz=nsz, gsz=gsz):
+            # as in #830: the kernel is retrieved on every launch
+            for x in xs:
+                prg.swap_pairs_kernel(queue, gsz, None, sbuf, np.int32(x), nsz)
 
-            def style_numpy(xs=xs, sbuf=sbuf, nsz=nsz, gsz=gsz, sknl=sknl):
-                for x in xs:
-                    sknl(queue, gsz, None, sbuf, np.int32(x), nsz)
+        def style_numpy(xs=xs, sbuf=sbuf, nsz=nsz, gsz=gsz, sknl=sknl):
+            for x in xs:
+                sknl(queue, gsz, None, sbuf, np.int32(x), nsz)
 
-            def style_dtypes(xs=xs, sbuf=sbuf, size=size, gsz=gsz,
-                             sknl=sknl_dtypes):
-                for x in xs:
-                    sknl(queue, gsz, None, sbuf, x, size)
+        def style_dtypes(xs=xs, sbuf=sbuf, size=size, gsz=gsz,
+                         sknl=sknl_dtypes):
+            for x in xs:
+                sknl(queue, gsz, None, sbuf, x, size)
 
-            def style_set_args(xs=xs, sbuf=sbuf, nsz=nsz, gsz=gsz, sknl=sknl):
-                for x in xs:
-                    sknl.set_args(sbuf, np.int32(x), nsz)
-                    cl.enqueue_nd_range_kernel(queue, sknl, gsz, None)
+        def style_set_args(xs=xs, sbuf=sbuf, nsz=nsz, gsz=gsz, sknl=sknl):
+            for x in xs:
+                sknl.set_args(sbuf, np.int32(x), nsz)
+                cl.enqueue_nd_range_kernel(queue, sknl, gsz, None)
 
-            def style_ctypes(xs=xs, size=size, launch=s_ct):
-                for x in xs:
-                    launch(x, size)
+        def style_ctypes(xs=xs, size=size, launch=s_ct):
+            for x in xs:
+                launch(x, size)
 
-            styles = {"ctypes": style_ctypes, "830": style_830,
-                      "kept_numpy": style_numpy, "kept_dtypes": style_dtypes,
-                      "set_args_enqueue": style_set_args}
-            entries = {}
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                for key, fn in styles.items():
-                    def reset(sbuf=sbuf, data=data):
-                        cl.enqueue_copy(queue, sbuf, data)
-                        queue.finish()
-                    t = best_time(fn, repeats, queue.finish, setup=reset)
+        styles = {}
+        if c_loop is not None:
+            styles["c"] = style_c
+        styles.update({
+            "ctypes": timed(style_ctypes), "830": timed(style_830),
+            "kept_numpy": timed(style_numpy), "kept_dtypes": timed(style_dtypes),
+            "set_args_enqueue": timed(style_set_args)})
+        best = dict.fromkeys(styles, float("inf"))
+        ok = dict.fromkeys(styles, True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(repeats):
+                for key, run in styles.items():
+                    cl.enqueue_copy(queue, sbuf, data)
+                    queue.finish()
+                    best[key] = min(best[key], run())
                     out = np.empty_like(data)
                     cl.enqueue_copy(queue, out, sbuf)
-                    entries[key] = {"us": 1e6 * t,
-                                    "ok": bool((out == expected).all())}
-            if exe is not None:
-                entries["c"] = {"us": run_c_loop(
-                    exe, kernel_file, iplat, idev, "sort", 0, repeats, size),
-                    "ok": True}  # the C loop checks its result itself
-            for entry in entries.values():
-                entry["launches"] = len(xs)
-                if "ctypes" in entries:
-                    entry["vs_ctypes"] = entry["us"] / entries["ctypes"]["us"]
-                if "c" in entries:
-                    entry["vs_c"] = entry["us"] / entries["c"]["us"]
-            result["sort"][str(size)] = entries
+                    ok[key] = ok[key] and bool((out == expected).all())
+        entries = {key: {"us": 1e6 * t, "ok": ok[key], "launches": len(xs)}
+                   for key, t in best.items()}
+        for entry in entries.values():
+            if "ctypes" in entries:
+                entry["vs_ctypes"] = entry["us"] / entries["ctypes"]["us"]
+            if "c" in entries:
+                entry["vs_c"] = entry["us"] / entries["c"]["us"]
+        result["sort"][str(size)] = entries
 
+    tmp.cleanup()
     return result
 
 # }}}
@@ -394,7 +418,7 @@ def print_table(runs: dict[str, dict]) -> None:
         header += f" | {name:>9} {'ratio':>7}"
     print("\n" + header)
     print("-" * len(header))
-    for key, label, vs in LAUNCH_PATHS:
+    for key, label, _vs in LAUNCH_PATHS:
         row = f"{label:46}"
         for name in names:
             e = runs[name]["launch"].get(key)
@@ -466,12 +490,13 @@ def main(argv: list[str] | None = None) -> int:
         epilog="PYOPENCL_CTX selects the device, e.g. PYOPENCL_CTX=0:0.")
     ap.add_argument("--quick", action="store_true",
                     help="few launches and small sorts: checks that it runs")
-    ap.add_argument("--launches", type=int, default=20000,
+    ap.add_argument("--launches", type=int, default=5000,
                     help="launches per timing of a kept kernel (default "
                     "%(default)s; a tenth for paths that create a kernel "
                     "every launch)")
-    ap.add_argument("--repeats", type=int, default=5,
-                    help="timings per path; the best is kept")
+    ap.add_argument("--repeats", type=int, default=15,
+                    help="rounds, each timing every path once; each path "
+                    "keeps its best round")
     ap.add_argument("--sort-sizes", default="1024,65536",
                     help="comma-separated powers of two")
     ap.add_argument("--no-upstream", action="store_true",
@@ -490,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     if args.quick:
-        args.launches, args.repeats = 500, 2
+        args.launches, args.repeats = 300, 2
         args.sort_sizes = "1024,4096"
     sizes = [int(s) for s in args.sort_sizes.split(",") if s]
     for s in sizes:
