@@ -11,7 +11,8 @@
                                    unpack it into DIR, git am --3way the
                                    series; on success re-pin (wrap file,
                                    meson.build version) and export
-    tools/series.py bisect [--full] the fork builds and passes tests with
+    .venv/bin/python tools/series.py bisect [--full]
+                                   the fork builds and passes tests with
                                    each prefix of the series (patch 1, 1-2,
                                    ...): the series is bisectable. Quick by
                                    default (the test files each patch
@@ -202,6 +203,14 @@ def rebase(pin: upstream.Pin, tree: Path, version: str, sha256: str) -> int:
 
 def bisect(pin: upstream.Pin, full: bool) -> int:
     """Build the fork with each prefix of the series and test it."""
+    need = ["pytest", "numpy", "pytools", "platformdirs", "mako"]
+    missing = [m for m in need if subprocess.run(
+        [sys.executable, "-c", f"import {m}"], capture_output=True,
+        check=False).returncode]
+    if missing:
+        sys.exit(f"error: bisect tests with this Python, which lacks "
+                 f"{', '.join(missing)}; run it with the fork's virtual "
+                 "environment: .venv/bin/python tools/series.py bisect")
     bad = 0
     for k in range(1, len(pin.series) + 1):
         patch = pin.series[k - 1]
