@@ -37,8 +37,7 @@ def run(cmd, **kwargs):
 
 
 def copy_repo(dest: Path) -> Path:
-    """The tracked files of this checkout (as a clone would have them) plus
-    the already verified upstream sdist, so nothing is downloaded again."""
+    """The tracked files of this checkout, as a clone would have them."""
     files = run(["git", "ls-files", "-z"], cwd=ROOT).stdout.split("\0")
     for f in filter(None, files):
         if (ROOT / f).exists():

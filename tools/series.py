@@ -69,6 +69,24 @@ def extract_pristine(pin: upstream.Pin, dest: Path) -> None:
         shutil.move(str(top), dest)
 
 
+def init_tree(pin: upstream.Pin, tree: Path) -> None:
+    """A git repository in *tree* holding the pristine sdist, tagged
+    ``upstream``, and our Meson build, untracked and ignored there, so that
+    the tree builds in place: meson setup _build && ninja -C _build."""
+    tree.parent.mkdir(parents=True, exist_ok=True)
+    extract_pristine(pin, tree)
+    git(tree, "init", "-q", "-b", "series")
+    git(tree, "add", "-A", "-f")
+    git(tree, "commit", "-q", "-m", f"upstream PyOpenCL {pin.version} sdist")
+    git(tree, "tag", "upstream")
+    overlay = pin.packagefiles / pin.patch_directory
+    with open(tree / ".git" / "info" / "exclude", "a") as exclude:
+        exclude.write("/_build/\n")
+        for f in sorted(overlay.iterdir()):
+            shutil.copy2(f, tree / f.name)
+            exclude.write(f"/{f.name}\n")
+
+
 def unpack(pin: upstream.Pin, tree: Path) -> None:
     if tree.exists():
         dirty = (tree / ".git").exists() and git(
@@ -77,23 +95,10 @@ def unpack(pin: upstream.Pin, tree: Path) -> None:
             sys.exit(f"error: {tree} has uncommitted changes; commit and "
                      "export them, or remove the directory")
         shutil.rmtree(tree)
-    tree.parent.mkdir(parents=True, exist_ok=True)
-    extract_pristine(pin, tree)
-    git(tree, "init", "-q", "-b", "series")
-    git(tree, "add", "-A", "-f")
-    git(tree, "commit", "-q", "-m", f"upstream PyOpenCL {pin.version} sdist")
-    git(tree, "tag", "upstream")
+    init_tree(pin, tree)
     if pin.series:
         git(tree, "am", "-q", "--whitespace=nowarn",
             *[str(p) for p in pin.series])
-    # our Meson build, untracked and ignored there, so that the tree builds
-    # in place: meson setup _build && ninja -C _build
-    overlay = pin.packagefiles / pin.patch_directory
-    with open(tree / ".git" / "info" / "exclude", "a") as exclude:
-        exclude.write("/_build/\n")
-        for f in sorted(overlay.iterdir()):
-            shutil.copy2(f, tree / f.name)
-            exclude.write(f"/{f.name}\n")
     print(f"{tree}: upstream {pin.version} + {len(pin.series)} patches")
 
 
@@ -166,12 +171,7 @@ def rebase(pin: upstream.Pin, tree: Path, version: str, sha256: str) -> int:
 
     if tree.exists():
         shutil.rmtree(tree)
-    tree.parent.mkdir(parents=True, exist_ok=True)
-    extract_pristine(new, tree)
-    git(tree, "init", "-q", "-b", "series")
-    git(tree, "add", "-A", "-f")
-    git(tree, "commit", "-q", "-m", f"upstream PyOpenCL {version} sdist")
-    git(tree, "tag", "upstream")
+    init_tree(new, tree)
     proc = subprocess.run(
         ["git", *GIT_ID, "am", "-q", "--3way", "--whitespace=nowarn",
          *[str(p) for p in pin.series]], cwd=tree, check=False)
