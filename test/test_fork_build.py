@@ -98,6 +98,11 @@ def test_rebase_onto_the_pinned_release_changes_nothing(tmp_path):
                 PIN.version, "--sha256", PIN.sha256, tmp_path / "tree"])
     assert proc.returncode == 0, proc.stdout
     assert "re-pinned to" in proc.stdout
+    # what comes after resolving a conflict: re-pin and export from the tree
+    proc = run([sys.executable, repo / "tools" / "series.py", "rebase",
+                PIN.version, "--sha256", PIN.sha256, "--continue",
+                tmp_path / "tree"])
+    assert proc.returncode == 0, proc.stdout
     for f in ["subprojects/pyopencl.wrap", "meson.build",
               *(f"subprojects/packagefiles/{d}" for d in PIN.diff_files)]:
         assert (repo / f).read_bytes() == (ROOT / f).read_bytes(), f

@@ -43,7 +43,8 @@ def test_changed_pages_build_without_warnings(tmp_path):
 
     html = (tmp_path / "html" / "runtime_program.html").read_text()
     for name in ["get_kernel", "RepeatedKernelRetrievalWarning"]:
-        assert f'id="pyopencl.{name}' in html or f"pyopencl.Program.{name}" in html, name
+        assert (f'id="pyopencl.{name}' in html
+                or f"pyopencl.Program.{name}" in html), name
     howto = (tmp_path / "html" / "howto.html").read_text()
     assert 'id="launch-overhead"' in howto
     assert "pypa/pip#11330" in howto

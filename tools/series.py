@@ -10,7 +10,9 @@
                                    release: fetch and verify its sdist,
                                    unpack it into DIR, git am --3way the
                                    series; on success re-pin (wrap file,
-                                   meson.build version) and export
+                                   meson.build version) and export; after
+                                   a conflict, resolve it there and run the
+                                   same command with --continue
     .venv/bin/python tools/series.py bisect [--full]
                                    the fork builds and passes tests with
                                    each prefix of the series (patch 1, 1-2,
@@ -19,8 +21,8 @@
                                    touches, plus test_wrapper.py); --full
                                    runs upstream's whole suite each time
 
-DIR defaults to ``series-tree`` (ignored by git).  ``unpack`` makes one commit of the pristine
-sdist (tagged ``upstream``) and one commit per patch (``git am``), so editing a
+DIR defaults to ``series-tree`` (ignored by git).  ``unpack`` makes one
+commit of the pristine sdist (tagged ``upstream``) and one commit per patch (``git am``), so editing a
 patch is editing code: change files, ``git commit --amend`` or
 ``git rebase -i upstream``, then ``export``.  ``export`` rewrites
 ``subprojects/packagefiles/patches/`` and the ``diff_files`` line of
@@ -159,7 +161,8 @@ def check(pin: upstream.Pin) -> int:
     return 1 if bad else 0
 
 
-def rebase(pin: upstream.Pin, tree: Path, version: str, sha256: str) -> int:
+def rebase(pin: upstream.Pin, tree: Path, version: str, sha256: str,
+           resume: bool = False) -> int:
     """Re-apply the series onto another release and re-pin to it."""
     if not re.fullmatch(r"[0-9][0-9a-z.]*", version):
         sys.exit(f"error: {version!r} does not look like a release version")
@@ -169,20 +172,24 @@ def rebase(pin: upstream.Pin, tree: Path, version: str, sha256: str) -> int:
         patch_directory=pin.patch_directory, diff_files=pin.diff_files)
     upstream.ensure_tarball(new)  # downloads and verifies against --sha256
 
-    if tree.exists():
-        shutil.rmtree(tree)
-    init_tree(new, tree)
-    proc = subprocess.run(
-        ["git", *GIT_ID, "am", "-q", "--3way", "--whitespace=nowarn",
-         *[str(p) for p in pin.series]], cwd=tree, check=False)
-    if proc.returncode:
-        print(f"\nThe series does not apply cleanly to {version}. In {tree}:\n"
-              "  resolve the conflict, git add the files, git am --continue\n"
-              "  (repeat until done), then run this command again with the\n"
-              "  same arguments after removing nothing: it re-pins only when\n"
-              "  git am has finished. Or: tools/series.py rebase ... again to\n"
-              "  start over.", file=sys.stderr)
-        return 1
+    if resume:
+        if (tree / ".git" / "rebase-apply").exists():
+            sys.exit(f"error: git am is still under way in {tree}; finish it "
+                     "(git am --continue) first")
+    else:
+        if tree.exists():
+            shutil.rmtree(tree)
+        init_tree(new, tree)
+        proc = subprocess.run(
+            ["git", *GIT_ID, "am", "-q", "--3way", "--whitespace=nowarn",
+             *[str(p) for p in pin.series]], cwd=tree, check=False)
+        if proc.returncode:
+            print(f"\nThe series does not apply cleanly to {version}. In "
+                  f"{tree}: resolve the conflict, git add the files and\n"
+                  "git am --continue until the series is in; then run the\n"
+                  "same command with --continue to re-pin and export.",
+                  file=sys.stderr)
+            return 1
 
     # re-pin: the wrap file and the upstream part of the fork's version
     wrap = pin.root / "subprojects" / "pyopencl.wrap"
@@ -270,6 +277,8 @@ def main() -> int:
                     help="rebase: the release to move onto; unpack, export, "
                     f"rebase: the scratch tree (default {DEFAULT_TREE.name})")
     ap.add_argument("--sha256", help="rebase: the new release's sdist hash")
+    ap.add_argument("--continue", dest="resume", action="store_true",
+                    help="rebase: re-pin and export after resolving conflicts")
     ap.add_argument("--full", action="store_true",
                     help="bisect: run upstream's whole suite for each prefix")
     args = ap.parse_intermixed_args()
@@ -287,7 +296,8 @@ def main() -> int:
         elif args.action == "rebase":
             if not args.version or not args.sha256:
                 ap.error("rebase needs VERSION and --sha256 HASH")
-            return rebase(pin, args.tree.resolve(), args.version, args.sha256)
+            return rebase(pin, args.tree.resolve(), args.version, args.sha256,
+                          args.resume)
         elif args.action == "bisect":
             return bisect(pin, args.full)
         else:
