@@ -21,12 +21,12 @@
                                    touches, plus test_wrapper.py); --full
                                    runs upstream's whole suite each time
 
-DIR defaults to ``series-tree`` (ignored by git).  ``unpack`` makes one
-commit of the pristine sdist (tagged ``upstream``) and one commit per patch (``git am``), so editing a
-patch is editing code: change files, ``git commit --amend`` or
-``git rebase -i upstream``, then ``export``.  ``export`` rewrites
-``subprojects/packagefiles/patches/`` and the ``diff_files`` line of
-``subprojects/pyopencl.wrap``.
+DIR defaults to ``series-tree`` (ignored by git). ``unpack`` makes one
+commit of the pristine sdist (tagged ``upstream``) and one commit per patch
+(``git am``), so editing a patch is editing code: change files, ``git commit
+--amend`` or ``git rebase -i upstream``, then ``export``. ``export``
+rewrites ``subprojects/packagefiles/patches/`` and the ``diff_files`` line
+of ``subprojects/pyopencl.wrap``.
 """
 
 from __future__ import annotations
