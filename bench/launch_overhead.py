@@ -381,8 +381,8 @@ def upstream_python(venv: Path) -> Path:
     version = upstream.read_pin(ROOT).version
     py = venv / "bin" / "python"
     check = [str(py), "-c",
-             "import importlib.metadata as m, sys; "
-             "sys.exit(m.version('pyopencl') != sys.argv[1])", version]
+             ("import importlib.metadata as m, sys; "
+              "sys.exit(m.version('pyopencl') != sys.argv[1])"), version]
     if py.exists() and subprocess.run(check, check=False).returncode == 0:
         return py
     print(f"making {venv} with upstream's pyopencl=={version} wheel",
@@ -470,7 +470,7 @@ def plot(runs: dict[str, dict], path: Path) -> str | None:
     for key, style in [("c_event", "-"), ("c_create", "--")]:
         if key in first["launch"]:
             ax.axhline(first["launch"][key]["us"], color="black", ls=style,
-                       lw=1, label=dict((k, lbl) for k, lbl, _ in LAUNCH_PATHS)[key])
+                       lw=1, label={k: lbl for k, lbl, _ in LAUNCH_PATHS}[key])
     ax.set_yscale("log")
     ax.set_ylabel("µs per launch (log scale)")
     ax.set_xticks(range(len(keys)))

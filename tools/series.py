@@ -43,7 +43,7 @@ from pathlib import Path
 
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import upstream  # noqa: E402
+import upstream
 
 
 PATCH_DIR = "patches"
@@ -109,7 +109,7 @@ def set_diff_files(pin: upstream.Pin, names: list[str]) -> None:
     text = wrap.read_text()
     value = ",".join(f"\n  {n}" for n in names)
     new, n = re.subn(r"^diff_files\s*=.*?(?=^\S|\Z)",
-                     f"diff_files ={value}\n", text, flags=re.M | re.S)
+                     f"diff_files ={value}\n", text, flags=re.MULTILINE | re.DOTALL)
     if n != 1:
         sys.exit(f"error: no diff_files line in {wrap}")
     wrap.write_text(new)
@@ -150,7 +150,7 @@ def check(pin: upstream.Pin) -> int:
                 continue
             proc = subprocess.run(
                 ["patch", "-p1", "--fuzz=0", "--no-backup-if-mismatch",
-                 "-i", str(p)], cwd=tree, text=True,
+                 "-i", str(p)], cwd=tree, text=True, check=False,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             out = proc.stdout
             if proc.returncode or re.search(r"offset|fuzz|FAILED|reject", out):
@@ -197,7 +197,7 @@ def rebase(pin: upstream.Pin, tree: Path, version: str, sha256: str,
     for key, value in [("directory", new.directory),
                        ("source_filename", new.filename),
                        ("source_hash", new.sha256)]:
-        text = re.sub(rf"^{key}\s*=.*$", f"{key} = {value}", text, flags=re.M)
+        text = re.sub(rf"^{key}\s*=.*$", f"{key} = {value}", text, flags=re.MULTILINE)
     wrap.write_text(text)
     meson_build = pin.root / "meson.build"
     meson_build.write_text(re.sub(
@@ -250,7 +250,7 @@ def bisect(pin: upstream.Pin, full: bool) -> int:
                 tests = [str(tree / "test")]
             else:
                 touched = re.findall(r"^\+\+\+ b/(test/test_\S+\.py)$",
-                                     patch.read_text(), flags=re.M)
+                                     patch.read_text(), flags=re.MULTILINE)
                 tests = sorted({str(tree / t) for t in
                                 [*touched, "test/test_wrapper.py"]})
             env = dict(os.environ, PYTHONPATH=str(target))
