@@ -308,3 +308,62 @@ def _bootstrap_without_root(tmp_path: Path) -> None:
     assert not (tmp_path / ".venv").exists()
 
 # }}}
+
+
+# {{{ upstream's build switches: Meson options, with upstream's env variables
+
+def _configure(tmp_path, *options, env=None):
+    # the venv's own meson (test extra), which sees its nanobind and numpy
+    meson = Path(sys.executable).parent / "meson"
+    if not meson.exists():
+        pytest.skip("meson not installed in this environment")
+    repo = tmp_path / "repo"
+    if not repo.exists():
+        copy_repo(repo)
+        shutil.copy2(PIN.tarball, repo / PIN.tarball.relative_to(ROOT))
+    build = tmp_path / f"build{len(list(tmp_path.glob('build*')))}"
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("PYOPENCL_", "CL_"))}
+    return run([meson, "setup", build, repo,
+                "-Dpython.install_env=auto", *options],
+               env={**clean, **(env or {})}, cwd=tmp_path)
+
+
+def _summary(out: str) -> dict[str, str]:
+    return dict(re.findall(r"^\s*(trace|enable_gl|use_shipped_ext|"
+                           r"pretend_cl_version)\s*:\s*(\S*)\s*$",
+                           out, flags=re.MULTILINE))
+
+
+def test_build_switches_and_their_env_variables(tmp_path):
+    proc = _configure(tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert _summary(proc.stdout) == {
+        "trace": "false", "enable_gl": "false", "use_shipped_ext": "false",
+        "pretend_cl_version": ""}
+
+    # upstream's environment variables are honoured ...
+    proc = _configure(tmp_path, env={"PYOPENCL_TRACE": "1",
+                                     "PYOPENCL_USE_SHIPPED_EXT": "ON",
+                                     "PYOPENCL_PRETEND_CL_VERSION": "1.2"})
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert _summary(proc.stdout) == {
+        "trace": "true", "enable_gl": "false", "use_shipped_ext": "true",
+        "pretend_cl_version": "1.2"}
+
+    # ... and an explicit option wins over them
+    proc = _configure(tmp_path, "-Dpyopencl:trace=disabled",
+                      env={"PYOPENCL_TRACE": "1"})
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert _summary(proc.stdout)["trace"] == "false"
+
+    proc = _configure(tmp_path, "-Dpyopencl:pretend_cl_version=12")
+    assert proc.returncode != 0
+    assert 'pretend_cl_version must look like MAJOR.MINOR, got "12"' in proc.stdout
+
+    proc = _configure(tmp_path, "-Dpyopencl:cl_libname=NoSuchOpenCL")
+    assert proc.returncode != 0
+    assert "OpenCL headers and ICD loader not found" in proc.stdout
+    assert "libNoSuchOpenCL" in proc.stdout
+
+# }}}
