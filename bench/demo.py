@@ -17,7 +17,7 @@ def main() -> None:
         __kernel void axpb(__global int *x, int a, int b)
         { int i = get_global_id(0); x[i] = a * x[i] + b; }
         """).build()
-    knl = prg.get_kernel("axpb") if hasattr(prg, "get_kernel") else prg.axpb
+    knl = prg.get_kernel("axpb")
 
     x = np.arange(8, dtype=np.int32)
     buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
