@@ -162,8 +162,6 @@ class CtypesCL:
         evt_ref = ctypes.byref(evt)
 
         def launch(x: int, n: int) -> None:
-            # the closure keeps knl, queue and buf (and their handles) alive
-            assert knl is not None and queue is not None and buf is not None
             xa, na = ctypes.c_int32(x), ctypes.c_int32(n)
             if (set_arg(knl_p, 0, size_mem, mem_ref)
                     or set_arg(knl_p, 1, 4, ctypes.byref(xa))
@@ -173,6 +171,8 @@ class CtypesCL:
                 raise RuntimeError("OpenCL call through ctypes failed")
             release(evt)
 
+        # the OpenCL handles above live as long as these objects
+        launch.keep_alive = (knl, queue, buf)
         return launch
 
 # }}}
