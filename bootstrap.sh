@@ -24,7 +24,7 @@ usage() {
 # OpenCL headers, the ICD loader and PoCL as the default device; a compiler
 # and the tools the build and the tests use
 needs=(opencl-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo g++ pkg-config
-  git patch)
+  git patch valgrind)
 
 missing_packages() {
   local pkg

@@ -73,3 +73,29 @@ def test_quick_benchmark_beside_upstream(tmp_path):
         pytest.skip("matplotlib not installed")
     png = tmp_path / "launch_overhead.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_instruction_counts():
+    # bench/instructions.py: callgrind counts per launch, a few launches only
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "instructions.py"),
+         "--launches", "20,60", "c_event", "kept_numpy"],
+        capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    counts = dict(line.split() for line in proc.stdout.splitlines()[1:])
+    assert set(counts) == {"c_event", "kept_numpy"}
+    c_event, kept_numpy = (float(counts[k].rstrip("k")) for k in
+                           ("c_event", "kept_numpy"))
+    # a launch costs something, and Python adds to the C loop's cost
+    assert 0 < c_event < kept_numpy
+
+
+def test_instruction_counts_bad_input():
+    for args, message in [(["bogus"], "unknown path(s) bogus"),
+                          (["--launches", "30,10"], "0 < N1 < N2"),
+                          (["--launches", "x"], "two integers")]:
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "instructions.py"), *args],
+            capture_output=True, text=True, check=False)
+        assert proc.returncode == 2
+        assert message in proc.stderr

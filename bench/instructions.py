@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Instructions per launch, counted by valgrind's callgrind.
+
+Wall time on a small shared machine moves by tens of percent between runs;
+instruction counts do not. For each path of bench/launch_overhead.py this
+runs the path N1 and N2 times in separate processes under
+``valgrind --tool=callgrind`` (all threads, PoCL with one worker thread) and
+prints (total(N2) - total(N1)) / (N2 - N1): start-up, compilation and
+clean-up cancel out.
+
+    python bench/instructions.py                   # this interpreter's pyopencl
+    python bench/instructions.py --python .venv-upstream/bin/python
+    python bench/instructions.py kept_numpy c_event
+
+Needs valgrind (Debian: apt-get install valgrind). Takes about 30 s a path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+
+HERE = Path(__file__).resolve().parent
+
+PATHS = ["c_event", "c_create", "ctypes", "retrieve_attr",
+         "retrieve_get_kernel", "kept_numpy", "kept_dtypes",
+         "set_args_enqueue"]
+
+
+def run_path(name: str, launches: int) -> None:
+    """Launch path *name* *launches* times (after a warm-up), in this
+    process: what callgrind counts."""
+    sys.path.insert(0, str(HERE))
+    import launch_overhead as lo
+    import numpy as np
+
+    import pyopencl as cl
+
+    warnings.simplefilter("ignore")
+    ctx = cl.create_some_context(interactive=False)
+    queue = cl.CommandQueue(ctx)
+    prg = cl.Program(ctx, lo.KERNEL_SRC).build()
+    if hasattr(type(prg), "get_kernel"):
+        def new_kernel():
+            return prg.get_kernel(lo.KERNEL_NAME)
+    else:  # upstream
+        def new_kernel():
+            return cl.Kernel(prg, lo.KERNEL_NAME)
+
+    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * lo.LAUNCH_N)
+    gs, n, one = (lo.LAUNCH_N,), np.int32(lo.LAUNCH_N), 1
+    knl = new_kernel()
+    knl_dtypes = new_kernel()
+    knl_dtypes.set_scalar_arg_dtypes([None, np.int32, np.int32])
+
+    if name.startswith("c_"):
+        c_loop, why = lo.build_c_loop(Path(tempfile.mkdtemp()))
+        if c_loop is None:
+            raise SystemExit(why)
+        mode = {"c_event": 0, "c_create": 2}[name]
+
+        def c_run(count: int) -> None:
+            c_loop.checked(c_loop.launch_loop(
+                queue.int_ptr, prg.int_ptr, knl.int_ptr,
+                lo.KERNEL_NAME.encode(), buf.int_ptr, mode, count,
+                lo.LAUNCH_N))
+
+        c_run(20)
+        c_run(launches)
+        return
+
+    ct_launch = lo.CtypesCL().launcher(new_kernel(), queue, buf, lo.LAUNCH_N)
+    paths = {
+        "ctypes": lambda: ct_launch(one, lo.LAUNCH_N),
+        "retrieve_attr": lambda: getattr(prg, lo.KERNEL_NAME)(
+            queue, gs, None, buf, np.int32(one), n),
+        "retrieve_get_kernel": lambda: new_kernel()(
+            queue, gs, None, buf, np.int32(one), n),
+        "kept_numpy": lambda: knl(queue, gs, None, buf, np.int32(one), n),
+        "kept_dtypes": lambda: knl_dtypes(
+            queue, gs, None, buf, one, lo.LAUNCH_N),
+        "set_args_enqueue": lambda: (
+            knl.set_args(buf, np.int32(one), n),
+            cl.enqueue_nd_range_kernel(queue, knl, gs, None)),
+    }
+    launch = paths[name]
+    for _ in range(20):
+        launch()
+    queue.finish()
+    for _ in range(launches):
+        launch()
+    queue.finish()
+
+
+def count(python: str, name: str, launches: int) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "callgrind.out"
+        env = dict(os.environ, POCL_MAX_PTHREAD_COUNT="1",
+                   OPENBLAS_NUM_THREADS="1")
+        proc = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+             python, __file__, "--run", name, str(launches)],
+            env=env, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise SystemExit(f"{name}: the run under valgrind failed:\n"
+                             + proc.stderr.strip()[-1500:])
+        m = re.search(r"^(?:summary|totals): (\d+)", out.read_text(),
+                      re.MULTILINE)
+        if m is None:
+            raise SystemExit(f"{name}: no instruction total in {out}")
+        return int(m.group(1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("paths", nargs="*", metavar="PATH",
+                    help=f"paths to count (default: all of {', '.join(PATHS)})")
+    ap.add_argument("--python", default=sys.executable,
+                    help="the interpreter whose pyopencl is measured")
+    ap.add_argument("--launches", default="1000,3000",
+                    help="N1,N2: launches in the two runs (default 1000,3000)")
+    ap.add_argument("--run", nargs=2, metavar=("PATH", "N"),
+                    help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+
+    if args.run:
+        run_path(args.run[0], int(args.run[1]))
+        return 0
+
+    unknown = [p for p in args.paths if p not in PATHS]
+    if unknown:
+        ap.error(f"unknown path(s) {', '.join(unknown)}; "
+                 f"known: {', '.join(PATHS)}")
+    try:
+        n1, n2 = (int(x) for x in args.launches.split(","))
+    except ValueError:
+        ap.error(f"--launches takes two integers N1,N2, got {args.launches!r}")
+    if not 0 < n1 < n2:
+        ap.error("--launches needs 0 < N1 < N2")
+    if shutil.which("valgrind") is None:
+        print("valgrind not found; on Debian: apt-get install valgrind",
+              file=sys.stderr)
+        return 1
+
+    version = subprocess.run(
+        [args.python, "-c", "import pyopencl; print(pyopencl.VERSION_TEXT)"],
+        capture_output=True, text=True, check=True).stdout.strip()
+    print(f"pyopencl {version} ({args.python}); instructions per launch")
+    for name in args.paths or PATHS:
+        per_launch = (count(args.python, name, n2)
+                      - count(args.python, name, n1)) / (n2 - n1)
+        print(f"  {name:22s} {per_launch / 1000:8.1f}k", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
