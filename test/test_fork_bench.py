@@ -79,7 +79,7 @@ def test_instruction_counts():
     # bench/instructions.py: callgrind counts per launch, a few launches only
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "instructions.py"),
-         "--launches", "20,60", "c_event", "kept_numpy"],
+         "--launches", "300,900", "c_event", "kept_numpy"],
         capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     counts = dict(line.split() for line in proc.stdout.splitlines()[1:])

@@ -199,10 +199,13 @@ def rebase(pin: upstream.Pin, tree: Path, version: str, sha256: str,
                        ("source_hash", new.sha256)]:
         text = re.sub(rf"^{key}\s*=.*$", f"{key} = {value}", text, flags=re.MULTILINE)
     wrap.write_text(text)
+    # a new upstream release starts the fork's revisions anew at 1; the
+    # same release keeps its revision
     meson_build = pin.root / "meson.build"
-    meson_build.write_text(re.sub(
-        r"version: '[^']*\+fork\.\d+'", f"version: '{version}+fork.1'",
-        meson_build.read_text()))
+    if version != pin.version:
+        meson_build.write_text(re.sub(
+            r"version: '[^']*\+fork\.\d+'", f"version: '{version}+fork.1'",
+            meson_build.read_text()))
     export(upstream.read_pin(pin.root), tree)
     print(f"re-pinned to {version}; build and run the tests next")
     return 0
