@@ -5,8 +5,9 @@ Wall time on a small shared machine moves by tens of percent between runs;
 instruction counts do not. For each path of bench/launch_overhead.py this
 runs the path N1 and N2 times in separate processes under
 ``valgrind --tool=callgrind`` (all threads, PoCL with one worker thread) and
-prints (total(N2) - total(N1)) / (N2 - N1): start-up, compilation and
-clean-up cancel out.
+prints (total(N2) - total(N1)) / (N2 - N1): start-up and clean-up cancel
+out, and a plain run before them fills the on-disk kernel caches, so that
+neither counted run compiles.
 
     python bench/instructions.py                   # this interpreter's pyopencl
     python bench/instructions.py --python .venv-upstream/bin/python
@@ -100,11 +101,26 @@ def run_path(name: str, launches: int) -> None:
     queue.finish()
 
 
+ENV = dict(os.environ, POCL_MAX_PTHREAD_COUNT="1", OPENBLAS_NUM_THREADS="1")
+
+
+def warm_up(python: str, name: str) -> None:
+    """One short run under valgrind first, so that both counted runs find
+    the kernel already compiled in PoCL's and PyOpenCL's on-disk caches.
+    (Under valgrind, PoCL sees another CPU than without it, and so
+    another cache entry.)"""
+    proc = subprocess.run(["valgrind", "--tool=none", python, __file__,
+                           "--run", name, "1"], env=ENV,
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"{name}: the warm-up run failed:\n"
+                         + proc.stderr.strip()[-1500:])
+
+
 def count(python: str, name: str, launches: int) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
-        env = dict(os.environ, POCL_MAX_PTHREAD_COUNT="1",
-                   OPENBLAS_NUM_THREADS="1")
+        env = ENV
         proc = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
              python, __file__, "--run", name, str(launches)],
@@ -155,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         capture_output=True, text=True, check=True).stdout.strip()
     print(f"pyopencl {version} ({args.python}); instructions per launch")
     for name in args.paths or PATHS:
+        warm_up(args.python, name)
         per_launch = (count(args.python, name, n2)
                       - count(args.python, name, n1)) / (n2 - n1)
         print(f"  {name:22s} {per_launch / 1000:8.1f}k", flush=True)
