@@ -28,77 +28,25 @@ import tempfile
 import warnings
 from pathlib import Path
 
+# bench/, this script's folder, is the first entry of sys.path
+import launch_overhead as lo
 
-HERE = Path(__file__).resolve().parent
 
-PATHS = ["c_event", "c_create", "ctypes", "retrieve_attr",
-         "retrieve_get_kernel", "kept_numpy", "kept_dtypes",
-         "set_args_enqueue"]
+PATHS = [key for key, _label, _vs in lo.LAUNCH_PATHS]
 
 
 def run_path(name: str, launches: int) -> None:
     """Launch path *name* *launches* times (after a warm-up), in this
     process: what callgrind counts."""
-    sys.path.insert(0, str(HERE))
-    import launch_overhead as lo
-    import numpy as np
-
-    import pyopencl as cl
-
     warnings.simplefilter("ignore")
-    ctx = cl.create_some_context(interactive=False)
-    queue = cl.CommandQueue(ctx)
-    prg = cl.Program(ctx, lo.KERNEL_SRC).build()
-    if hasattr(type(prg), "get_kernel"):
-        def new_kernel():
-            return prg.get_kernel(lo.KERNEL_NAME)
-    else:  # upstream
-        def new_kernel():
-            return cl.Kernel(prg, lo.KERNEL_NAME)
-
-    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * lo.LAUNCH_N)
-    gs, n, one = (lo.LAUNCH_N,), np.int32(lo.LAUNCH_N), 1
-    knl = new_kernel()
-    knl_dtypes = new_kernel()
-    knl_dtypes.set_scalar_arg_dtypes([None, np.int32, np.int32])
-
-    if name.startswith("c_"):
-        c_loop, why = lo.build_c_loop(Path(tempfile.mkdtemp()))
-        if c_loop is None:
-            raise SystemExit(why)
-        mode = {"c_event": 0, "c_create": 2}[name]
-
-        def c_run(count: int) -> None:
-            c_loop.checked(c_loop.launch_loop(
-                queue.int_ptr, prg.int_ptr, knl.int_ptr,
-                lo.KERNEL_NAME.encode(), buf.int_ptr, mode, count,
-                lo.LAUNCH_N))
-
-        c_run(20)
-        c_run(launches)
-        return
-
-    ct_launch = lo.CtypesCL().launcher(new_kernel(), queue, buf, lo.LAUNCH_N)
-    paths = {
-        "ctypes": lambda: ct_launch(one, lo.LAUNCH_N),
-        "retrieve_attr": lambda: getattr(prg, lo.KERNEL_NAME)(
-            queue, gs, None, buf, np.int32(one), n),
-        "retrieve_get_kernel": lambda: new_kernel()(
-            queue, gs, None, buf, np.int32(one), n),
-        "kept_numpy": lambda: knl(queue, gs, None, buf, np.int32(one), n),
-        "kept_dtypes": lambda: knl_dtypes(
-            queue, gs, None, buf, one, lo.LAUNCH_N),
-        "set_args_enqueue": lambda: (
-            knl.set_args(buf, np.int32(one), n),
-            cl.enqueue_nd_range_kernel(queue, knl, gs, None)),
-    }
-    launch = paths[name]
-    for _ in range(20):
-        launch()
-    queue.finish()
-    for _ in range(launches):
-        launch()
-    queue.finish()
+    with tempfile.TemporaryDirectory() as tmp:
+        setup = lo.launch_setup(Path(tmp))
+        if name not in setup.paths:
+            raise SystemExit(f"{name}: not measured here: "
+                             + "; ".join(setup.notes))
+        run = setup.paths[name]
+        run(20)
+        run(launches)
 
 
 ENV = dict(os.environ, POCL_MAX_PTHREAD_COUNT="1", OPENBLAS_NUM_THREADS="1")

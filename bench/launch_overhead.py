@@ -30,6 +30,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 
 HERE = Path(__file__).resolve().parent
@@ -180,44 +181,33 @@ class CtypesCL:
 
 # {{{ measurement in this interpreter
 
-def measure(launches: int, repeats: int, sort_sizes: list[int]) -> dict:
-    """Time every path in this process. The paths are interleaved: each of
-    the *repeats* rounds times every path once, and each path keeps its best
-    round, so a slow spell of a noisy machine hits all paths alike."""
+def launch_setup(workdir: Path) -> SimpleNamespace:
+    """The per-launch paths of LAUNCH_PATHS on the default device, each as
+    ``run(count)``: *count* launches, then ``queue.finish()``; it returns
+    the seconds that took. Also the objects they use. bench/instructions.py
+    counts the same paths."""
     import numpy as np
 
     import pyopencl as cl
 
     ctx = cl.create_some_context(interactive=False)
     queue = cl.CommandQueue(ctx)
-    dev = queue.device
     prg = cl.Program(ctx, KERNEL_SRC).build()
-
-    result: dict = {
-        "pyopencl": cl.VERSION_TEXT,
-        "python": sys.version.split()[0],
-        "device": f"{dev.name} ({dev.platform.name})",
-        "launches": launches,
-        "repeats": repeats,
-        "notes": [],
-        "launch": {},
-        "sort": {},
-    }
+    notes = []
 
     if hasattr(type(prg), "get_kernel"):
         def new_kernel():
             return prg.get_kernel(KERNEL_NAME)
     else:
-        result["notes"].append(
+        notes.append(
             "no Program.get_kernel: cl.Kernel(prg, name) used instead")
 
         def new_kernel():
             return cl.Kernel(prg, KERNEL_NAME)
 
-    tmp = tempfile.TemporaryDirectory()
-    c_loop, why = build_c_loop(Path(tmp.name))
+    c_loop, why = build_c_loop(workdir)
     if c_loop is None:
-        result["notes"].append(f"C loop skipped: {why}")
+        notes.append(f"C loop skipped: {why}")
 
     mf = cl.mem_flags
     n = np.int32(LAUNCH_N)
@@ -266,6 +256,35 @@ def measure(launches: int, repeats: int, sort_sizes: list[int]) -> dict:
             knl.set_args(buf, np.int32(one), n),
             cl.enqueue_nd_range_kernel(queue, knl, gs, None))),
     })
+
+    return SimpleNamespace(cl=cl, np=np, ctx=ctx, queue=queue, prg=prg,
+                           new_kernel=new_kernel, c_loop=c_loop, ct=ct,
+                           paths=paths, notes=notes)
+
+
+def measure(launches: int, repeats: int, sort_sizes: list[int]) -> dict:
+    """Time every path in this process. The paths are interleaved: each of
+    the *repeats* rounds times every path once, and each path keeps its best
+    round, so a slow spell of a noisy machine hits all paths alike."""
+    tmp = tempfile.TemporaryDirectory()
+    setup = launch_setup(Path(tmp.name))
+    cl, np = setup.cl, setup.np
+    ctx, queue, prg = setup.ctx, setup.queue, setup.prg
+    new_kernel, c_loop, ct = setup.new_kernel, setup.c_loop, setup.ct
+    paths = setup.paths
+    mf = cl.mem_flags
+    dev = queue.device
+
+    result: dict = {
+        "pyopencl": cl.VERSION_TEXT,
+        "python": sys.version.split()[0],
+        "device": f"{dev.name} ({dev.platform.name})",
+        "launches": launches,
+        "repeats": repeats,
+        "notes": setup.notes,
+        "launch": {},
+        "sort": {},
+    }
 
     retrieval_launches = max(launches // 10, 10)
     best = dict.fromkeys(paths, float("inf"))
