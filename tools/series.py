@@ -48,7 +48,8 @@ import upstream
 
 PATCH_DIR = "patches"
 DEFAULT_TREE = upstream.ROOT / "series-tree"
-GIT_ID = ["-c", "user.name=series", "-c", "user.email=series@localhost",
+GIT_ID = ["-c", "user.name=Seed 33c39583",
+          "-c", "user.email=seed-33c39583@users.noreply.github.com",
           "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false"]
 
 
