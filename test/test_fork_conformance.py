@@ -1,0 +1,1344 @@
+"""Conformance of the fork's launch API with upstream's released wheel.
+
+A table of launch-API calls, valid and invalid (queues, work sizes, local
+sizes, offsets, wait lists, options, every argument kind, keywords, argument
+counts, set_args/set_arg, set_scalar_arg_dtypes, enqueue_nd_range_kernel,
+programs built, rebuilt, from binaries, Program.__getattr__, cl.Kernel), and
+a property-based run over argument kinds x keywords x work sizes. Every case
+runs in a worker subprocess (test/conformance_worker.py) of the fork's Python
+and of a virtual environment with upstream's wheel of the pinned version, so
+a crash is a result, not a lost run. The rules, per case:
+
+* the fork never crashes and never raises SystemError;
+* both ok: the result buffers (and the type of the value) are identical;
+* upstream raised class C: the fork raises C or a subclass of C, before
+  anything is enqueued (the result buffers unchanged);
+* upstream ok: the fork is ok.
+
+"Fork better": upstream raised a bare message (``std::bad_cast``, nanobind's
+"incompatible function arguments") and the fork, same class, a different
+one that names the argument; or upstream crashed or raised SystemError and
+the fork did not. Without upstream's wheel (no network, say) only the fork's
+half runs (no crash, no SystemError, nothing enqueued before an error) and
+the comparison is skipped with the reason. Cases that need a device feature
+(SVM, out-of-order queues) are skipped without it.
+
+``python test/test_fork_conformance.py`` runs the table without pytest and
+prints the summary; both write ``bench-out/conformance.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import selectors
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKER = Path(__file__).resolve().parent / "conformance_worker.py"
+OUT_JSON = ROOT / "bench-out" / "conformance.json"
+
+CASE_TIMEOUT_S = 60
+START_TIMEOUT_S = 180
+
+
+# {{{ the case table
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    id: str
+    code: str
+    setup: str = ""
+    # for cases that run only on the fork: the classes (module.qualname) one
+    # of which it must raise, or ("ok",)
+    fork_only: tuple[str, ...] | None = None
+    # a capability of the device the case needs ("svm", "ooo")
+    needs: str | None = None
+
+    def descriptor(self) -> dict:
+        return {"id": self.id, "setup": self.setup, "code": self.code}
+
+
+CASES: list[Case] = []
+
+
+def case(id: str, code: str, setup: str = "", *,
+         fork_only: tuple[str, ...] | None = None,
+         needs: str | None = None) -> None:
+    assert id not in {c.id for c in CASES}, id
+    CASES.append(Case(id, code, setup, fork_only, needs))
+
+
+X = "np.int32(5)"  # the int argument of kernel k(__global int *out, int x)
+LAUNCH = f"knl(q, (16,), None, buf, {X})"
+SET_ARGS = f"knl.set_args(buf, {X})\n"
+DTYPES = "knl.set_scalar_arg_dtypes([None, np.int32])\n"
+
+# {{{ queues
+
+QUEUES = {
+    "queue": "q", "context": "ctx", "none": "None", "int": "1",
+    "str": "'q'", "buffer": "buf", "kernel": "knl", "out-of-order": "q_ooo",
+    "profiling": "q_prof", "other-context": "q2",
+}
+for name, expr in QUEUES.items():
+    needs = "ooo" if name == "out-of-order" else None
+    case(f"queue-{name}", f"knl({expr}, (16,), None, buf, {X})", needs=needs)
+    case(f"queue-{name}-set_args-enqueue",
+         SET_ARGS + f"ret = cl.enqueue_nd_range_kernel({expr}, knl, (16,), None)",
+         needs=needs)
+for name in ["context", "none", "int"]:
+    case(f"queue-{name}-declared-dtypes",
+         DTYPES + f"ret = knl({QUEUES[name]}, (16,), None, buf, 5)")
+case("queue-keyword",
+     f"knl(queue=q, global_size=(16,), local_size=None, arg0=buf, arg1={X})")
+case("queue-out-of-order-wait_for-chain",
+     "e1 = knl(q_ooo, (16,), None, buf, np.int32(1))\n"
+     f"ret = K('k')(q_ooo, (8,), None, buf, {X}, wait_for=[e1])",
+     needs="ooo")
+
+# }}}
+
+# {{{ global work sizes
+
+GLOBAL_SIZES = {
+    "tuple": "(16,)", "list": "[16]", "ndarray": "np.array([16])",
+    "ndarray-2d": "np.array([4, 4])", "ndarray-0d": "np.array(16)",
+    "ndarray-float": "np.array([16.0])", "ndarray-uint8": "np.array([16], np.uint8)",
+    "range": "range(16, 17)", "range-2d": "range(4, 6)",
+    "int": "16", "np-int32": "np.int32(16)", "bytes": "b'\\x10'",
+    "tuple-np-int32": "(np.int32(16),)", "tuple-np-int64": "(np.int64(16),)",
+    "tuple-np-uint64": "(np.uint64(16),)", "tuple-np-uint8": "(np.uint8(16),)",
+    "tuple-np-int8-negative": "(np.int8(-1),)", "tuple-bool": "(True,)",
+    "empty-tuple": "()", "empty-list": "[]", "zero": "(0,)",
+    "negative": "(-1,)", "negative-int": "-1",
+    "float": "(16.0,)", "float-int": "16.0", "tuple-np-float32": "(np.float32(16),)",
+    "huge": "(2**64,)", "huge-2d": "(2**64, 1)", "huge-int": "10**30",
+    "too-many-dims": "(1, 1, 1, 1)", "2d": "(4, 4)", "3d": "(2, 2, 4)",
+    "none": "None", "str": "'16'", "tuple-str": "('16',)",
+    "nested": "((16,),)", "tuple-with-none": "(16, None)",
+    "generator": "(n for n in (16,))", "object": "object()",
+}
+for name, expr in GLOBAL_SIZES.items():
+    case(f"global_size-{name}", f"knl(q, {expr}, None, buf, {X})")
+for name in ["tuple", "list", "ndarray", "int", "float", "empty-tuple",
+             "negative", "huge", "np-int32", "too-many-dims", "str",
+             "tuple-np-uint64"]:
+    case(f"global_size-{name}-set_args-enqueue",
+         SET_ARGS + "ret = cl.enqueue_nd_range_kernel("
+         f"q, knl, {GLOBAL_SIZES[name]}, None)")
+for name in ["float", "empty-tuple", "int"]:
+    case(f"global_size-{name}-declared-dtypes",
+         DTYPES + f"ret = knl(q, {GLOBAL_SIZES[name]}, None, buf, 5)")
+
+# }}}
+
+# {{{ local work sizes
+
+LOCAL_SIZES = {
+    "none": "None", "tuple": "(4,)", "list": "[4]", "ndarray": "np.array([4])",
+    "int": "4", "empty": "()", "mismatched-dims": "(4, 4)",
+    "not-dividing": "(3,)", "zero": "(0,)", "negative": "(-1,)",
+    "float": "(4.0,)", "too-big": "(8192,)", "np-int32": "(np.int32(4),)",
+    "str": "'4'", "range": "range(4, 5)",
+}
+for name, expr in LOCAL_SIZES.items():
+    case(f"local_size-{name}", f"knl(q, (16,), {expr}, buf, {X})")
+case("local_size-2d", f"knl(q, (4, 4), (2, 2), buf, {X})")
+case("local_size-2d-mismatched-1d", f"knl(q, (4, 4), (2,), buf, {X})")
+case("local_size-2d-mismatched-3d", f"knl(q, (4, 4), (2, 2, 1), buf, {X})")
+case("local_size-keyword", f"knl(q, (16,), local_size=(4,), arg0=buf, arg1={X})")
+
+# }}}
+
+# {{{ global_offset
+
+OFFSETS = {
+    "none": "None", "tuple": "(2,)", "list": "[2]", "ndarray": "np.array([2])",
+    "int": "2", "empty": "()", "mismatched-dims": "(1, 1)", "negative": "(-1,)",
+    "float": "(2.0,)", "np-int32": "(np.int32(2),)", "str": "'2'",
+    "huge": "(2**64,)",
+}
+for name, expr in OFFSETS.items():
+    case(f"global_offset-{name}",
+         f"knl(q, (16,), None, buf, {X}, global_offset={expr})")
+case("global_offset-positional", f"knl(q, (16,), None, buf, {X}, (2,))")
+case("global_offset-positional-none", f"knl(q, (16,), None, buf, {X}, None)")
+case("global_offset-2d", f"knl(q, (4, 4), None, buf, {X}, global_offset=(1, 1))")
+case("global_offset-set_args-enqueue",
+     SET_ARGS + "ret = cl.enqueue_nd_range_kernel(q, knl, (16,), None, (2,))")
+case("global_offset-declared-dtypes",
+     DTYPES + "ret = knl(q, (16,), None, buf, 5, global_offset=(2,))")
+
+# }}}
+
+# {{{ wait_for
+
+WAIT_FORS = {
+    "none": "None", "empty-list": "[]", "event-list": "[evt]", "int-list": "[3]",
+    "event": "evt", "generator": "(e for e in [evt])", "tuple": "(evt,)",
+    "none-list": "[None]", "queue-list": "[q]", "str": "'abc'",
+    "two-events": "[evt, evt]", "user-event": "[ue]",
+    "other-context-event": "[cl.enqueue_marker(q2)]",
+}
+USER_EVENT = ("ue = cl.UserEvent(ctx)\n"
+              "ue.set_status(cl.command_execution_status.COMPLETE)")
+for name, expr in WAIT_FORS.items():
+    setup = USER_EVENT if name == "user-event" else ""
+    case(f"wait_for-{name}", f"knl(q, (16,), None, buf, {X}, wait_for={expr})",
+         setup)
+case("wait_for-positional",
+     f"knl(q, (16,), None, buf, {X}, None, False, False, [evt])")
+case("wait_for-positional-event",
+     f"knl(q, (16,), None, buf, {X}, None, False, False, evt)")
+for name in ["event-list", "event", "int-list", "generator"]:
+    case(f"wait_for-{name}-set_args-enqueue",
+         SET_ARGS + "ret = cl.enqueue_nd_range_kernel("
+         f"q, knl, (16,), None, wait_for={WAIT_FORS[name]})")
+case("wait_for-event-declared-dtypes",
+     DTYPES + "ret = knl(q, (16,), None, buf, 5, wait_for=evt)")
+
+# }}}
+
+# {{{ g_times_l and allow_empty_ndrange
+
+FLAGS = {
+    "true": "True", "false": "False", "1": "1", "0": "0", "2": "2",
+    "np-bool-true": "np.bool_(True)", "np-bool-false": "np.bool_(False)",
+    "yes": "'yes'", "empty-str": "''", "array-1-2": "np.array([1, 2])",
+    "array-1": "np.array([1])", "none": "None", "list-1": "[1]",
+    "float": "1.0",
+}
+for name, expr in FLAGS.items():
+    # with g_times_l, global (4,) x local (4,) makes 16 work-items, else 4
+    case(f"g_times_l-{name}", f"knl(q, (4,), (4,), buf, {X}, g_times_l={expr})")
+for name in ["true", "yes", "array-1-2", "np-bool-true"]:
+    case(f"g_times_l-{name}-set_args-enqueue",
+         SET_ARGS + "ret = cl.enqueue_nd_range_kernel("
+         f"q, knl, (4,), (4,), g_times_l={FLAGS[name]})")
+    case(f"g_times_l-{name}-declared-dtypes",
+         DTYPES + f"ret = knl(q, (4,), (4,), buf, 5, g_times_l={FLAGS[name]})")
+case("g_times_l-positional", f"knl(q, (4,), (4,), buf, {X}, None, True)")
+case("g_times_l-without-local-size", f"knl(q, (4,), None, buf, {X}, g_times_l=True)")
+for name in ["true", "false", "1", "yes", "array-1-2", "none", "np-bool-true"]:
+    case(f"allow_empty_ndrange-{name}-zero",
+         f"knl(q, (0,), None, buf, {X}, allow_empty_ndrange={FLAGS[name]})")
+case("allow_empty_ndrange-true-nonempty",
+     f"knl(q, (16,), None, buf, {X}, allow_empty_ndrange=True)")
+case("allow_empty_ndrange-true-empty-tuple",
+     f"knl(q, (), None, buf, {X}, allow_empty_ndrange=True)")
+case("allow_empty_ndrange-true-2d-zero",
+     f"knl(q, (4, 0), None, buf, {X}, allow_empty_ndrange=True)")
+case("allow_empty_ndrange-positional",
+     f"knl(q, (0,), None, buf, {X}, None, False, True)")
+case("allow_empty_ndrange-set_args-enqueue",
+     SET_ARGS + "ret = cl.enqueue_nd_range_kernel("
+     "q, knl, (0,), None, allow_empty_ndrange=True)")
+
+# }}}
+
+# {{{ argument kinds
+
+# the int argument of k: every kind of value (the pointer argument is kept
+# valid: a wrong pointer-sized value there would crash either)
+SCALAR_KINDS = {
+    "np-int8": "np.int8(5)", "np-uint8": "np.uint8(5)",
+    "np-int16": "np.int16(5)", "np-uint16": "np.uint16(5)",
+    "np-int32": "np.int32(5)", "np-uint32": "np.uint32(5)",
+    "np-int64": "np.int64(5)", "np-uint64": "np.uint64(5)",
+    "np-float16": "np.float16(5)", "np-float32": "np.float32(5)",
+    "np-float64": "np.float64(5)", "np-complex64": "np.complex64(5)",
+    "np-complex128": "np.complex128(5)", "np-bool": "np.bool_(True)",
+    "py-int": "5", "py-float": "5.0", "py-bool": "True", "py-complex": "5j",
+    "py-int-huge": "2**70", "str": "'5'", "bytes-4": "b'\\x05\\x00\\x00\\x00'",
+    "bytearray-4": "bytearray(b'\\x05\\x00\\x00\\x00')",
+    "memoryview": "memoryview(np.array([5], np.int32))",
+    "list": "[5]", "tuple": "(5,)", "object": "object()", "none": "None",
+    "ndarray-int32-1": "np.array([5], np.int32)",
+    "ndarray-int32-2": "np.array([5, 6], np.int32)",
+    "ndarray-0d": "np.array(5, np.int32)", "ndarray-noncontiguous":
+        "np.arange(4, dtype=np.int16)[::2]",
+    "buffer": "buf2", "local-memory": "cl.LocalMemory(4)", "context": "ctx",
+    "int2-struct": "cl.cltypes.make_int2(5, 6)",
+}
+for name, expr in SCALAR_KINDS.items():
+    case(f"arg-int-{name}", f"knl(q, (16,), None, buf, {expr})")
+for name in ["np-int32", "py-int", "str", "none", "ndarray-int32-1", "np-int64"]:
+    case(f"arg-int-{name}-set_args",
+         f"knl.set_args(buf, {SCALAR_KINDS[name]})\n"
+         "ret = cl.enqueue_nd_range_kernel(q, knl, (16,), None)")
+
+# not here: a CommandQueue (accepted for queue_t arguments, it aborts PoCL as
+# a pointer, upstream too), and fewer bytes than the argument has (the kernel
+# reads a byte nobody wrote: results differ from run to run)
+POINTER_KINDS = {
+    "buffer": "buf", "np-int32": "np.int32(5)", "np-int8": "np.int8(5)",
+    "np-bool": "np.bool_(True)", "py-int": "5", "py-float": "5.0",
+    "str": "'buf'", "list": "[buf]", "object": "object()",
+    "ndarray-int32-1": "np.array([5], np.int32)", "local-memory":
+        "cl.LocalMemory(16)", "context": "ctx",
+}
+for name, expr in POINTER_KINDS.items():
+    case(f"arg-pointer-{name}", f"knl(q, (16,), None, {expr}, {X})")
+case("arg-queue-set_arg", "knl.set_arg(0, q)")
+case("arg-pointer-none-null-checked", f"kp(q, (16,), None, buf, None, {X})")
+case("arg-pointer-buffer-null-checked", f"kp(q, (16,), None, buf, buf2, {X})")
+case("arg-pointer-none-set_arg",
+     f"kp.set_arg(0, buf)\nkp.set_arg(1, None)\nkp.set_arg(2, {X})\n"
+     "ret = cl.enqueue_nd_range_kernel(q, kp, (16,), None)")
+case("arg-pointer-none-declared-dtypes",
+     "kp.set_scalar_arg_dtypes([None, None, np.int32])\n"
+     "ret = kp(q, (16,), None, buf, None, 5)")
+case("arg-pointer-other-context-buffer",
+     f"knl(q, (16,), None, b2, {X})",
+     "b2 = cl.Buffer(ctx2, cl.mem_flags.READ_WRITE, 4 * N)")
+case("arg-pointer-sub-buffer",
+     f"knl(q, (8,), None, buf.get_sub_region(128, 128), {X})")
+
+# every numpy scalar type into the kernel of its OpenCL type (half as its
+# two bytes: no cl_khr_fp16 needed), and Python values with declared types
+SCALAR_TYPES = [
+    ("int8", "char", "-7", "-7"), ("uint8", "uchar", "200", "200"),
+    ("int16", "short", "-300", "-300"), ("uint16", "ushort", "60000", "60000"),
+    ("int32", "int", "-70000", "-70000"),
+    ("uint32", "uint", "4000000000", "4000000000"),
+    ("int64", "long", "-2**40", "-2**40"),
+    ("uint64", "ulong", "2**63 + 5", "2**63 + 5"),
+    ("float16", "ushort", "1.5", "1.5"), ("float32", "float", "1.5", "1.5"),
+    ("float64", "double", "1.25", "1.25"),
+    ("complex64", "float2", "1.5 - 2j", "1.5 - 2j"),
+    ("complex128", "double2", "1.5 - 2j", "1.5 - 2j"),
+    ("bool_", "uchar", "True", "True"),
+]
+for np_name, cl_name, value, py_value in SCALAR_TYPES:
+    case(f"scalar-np-{np_name}",
+         f"K('st_{cl_name}')(q, (4,), None, buf, np.{np_name}({value}))")
+    case(f"scalar-declared-{np_name}-python",
+         f"kk = K('st_{cl_name}')\nkk.set_scalar_arg_dtypes([None, np.{np_name}])\n"
+         f"ret = kk(q, (4,), None, buf, {py_value})")
+    case(f"scalar-declared-{np_name}-numpy",
+         f"kk = K('st_{cl_name}')\nkk.set_scalar_arg_dtypes([None, np.{np_name}])\n"
+         f"ret = kk(q, (4,), None, buf, np.{np_name}({value}))")
+for name, value in [("int", "7"), ("float", "1.5"), ("complex", "1 + 2j"),
+                    ("bool", "True")]:
+    case(f"scalar-undeclared-python-{name}",
+         f"K('st_{'double2' if name == 'complex' else 'int'}')"
+         f"(q, (4,), None, buf, {value})")
+DECLARED_BAD = {
+    "int8-overflow": ("np.int8", "300"), "uint32-negative": ("np.uint32", "-1"),
+    "int32-float": ("np.int32", "5.5"), "int32-str": ("np.int32", "'5'"),
+    "int32-none": ("np.int32", "None"),
+    "int32-np-float64": ("np.int32", "np.float64(5)"),
+    "int32-np-int64": ("np.int32", "np.int64(5)"), "float32-int": ("np.float32", "5"),
+    "float32-str": ("np.float32", "'1.5'"), "int32-huge": ("np.int32", "2**70"),
+    "int32-list": ("np.int32", "[5]"), "int32-bool": ("np.int32", "True"),
+}
+for name, (dtype, value) in DECLARED_BAD.items():
+    case(f"scalar-declared-{name}",
+         f"knl.set_scalar_arg_dtypes([None, {dtype}])\n"
+         f"ret = knl(q, (16,), None, buf, {value})")
+case("scalar-mixed-numpy",
+     "k5(q, (16,), None, buf, np.int8(1), np.int16(2), np.int64(3), np.float64(4))")
+case("scalar-mixed-declared",
+     "k5.set_scalar_arg_dtypes([None, np.int8, np.int16, np.int64, np.float64])\n"
+     "ret = k5(q, (16,), None, buf, 1, 2, 3, 4.0)")
+case("scalar-mixed-declared-keywords",
+     "k5.set_scalar_arg_dtypes([None, np.int8, np.int16, np.int64, np.float64])\n"
+     "ret = k5(q, (16,), None, buf, 1, 2, arg3=3, arg4=4.0)")
+case("scalar-mixed-wrong-sizes",
+     "k5(q, (16,), None, buf, np.int32(1), np.int16(2), np.int64(3), np.float64(4))")
+
+# __local arguments (kernel kl(__global int *out, __local int *tmp, int x))
+LOCAL_ARGS = {
+    "local-memory": "cl.LocalMemory(16)", "local-memory-zero": "cl.LocalMemory(0)",
+    "local-memory-negative": "cl.LocalMemory(-1)",
+    "local-memory-float": "cl.LocalMemory(16.0)", "none": "None",
+    "buffer": "buf2", "np-int32": "np.int32(4)", "py-int": "16",
+}
+for name, expr in LOCAL_ARGS.items():
+    case(f"arg-local-{name}", f"kl(q, (16,), (4,), buf, {expr}, {X})")
+case("arg-local-memory-declared-dtypes",
+     "kl.set_scalar_arg_dtypes([None, None, np.int32])\n"
+     "ret = kl(q, (16,), (4,), buf, cl.LocalMemory(16), 5)")
+case("arg-local-memory-set_arg",
+     f"kl.set_arg(0, buf)\nkl.set_arg(1, cl.LocalMemory(16))\nkl.set_arg(2, {X})\n"
+     "ret = cl.enqueue_nd_range_kernel(q, kl, (16,), (4,))")
+
+# shared virtual memory
+case("arg-svm-pointer", f"knl(q, (16,), None, svm, {X})", needs="svm")
+case("arg-svm-array-as-value", f"knl(q, (16,), None, svm_ary, {X})", needs="svm")
+case("arg-svm-null-checked", f"kp(q, (16,), None, buf, svm, {X})", needs="svm")
+case("arg-svm-allocation",
+     f"a = cl.SVMAllocation(ctx, 4 * N, 0, cl.svm_mem_flags.READ_WRITE)\n"
+     f"ret = knl(q, (16,), None, a, {X})\nq.finish()\n"
+     "h = np.empty(N, np.int32)\ncl.enqueue_copy(q, h, a)\nextra = h[:16].tobytes()",
+     needs="svm")
+case("arg-svm-set_arg",
+     f"knl.set_arg(0, svm)\nknl.set_arg(1, {X})\n"
+     "ret = cl.enqueue_nd_range_kernel(q, knl, (16,), None)", needs="svm")
+case("arg-svm-declared-dtypes",
+     DTYPES + "ret = knl(q, (16,), None, svm, 5)", needs="svm")
+
+# }}}
+
+# {{{ which error comes first
+
+case("order-queue-then-arg", "knl(ctx, (16,), None, buf, 'x')")
+case("order-queue-then-arg-size", "knl(ctx, (16,), None, buf, np.int8(1))")
+case("order-queue-then-pointer-arg", f"knl(ctx, (16,), None, np.int32(7), {X})")
+case("order-queue-then-pointer-arg-str", f"knl(ctx, (16,), None, 's', {X})")
+case("order-size-then-arg", "knl(q, (16.0,), None, buf, 'x')")
+case("order-size-then-pointer-arg", f"knl(q, (16.0,), None, np.int32(7), {X})")
+case("order-queue-then-size", f"knl(ctx, (16.0,), None, buf, {X})")
+case("order-queue-then-count", "knl(ctx, (16,), None, buf)")
+case("order-size-then-count", "knl(q, (16.0,), None, buf)")
+case("order-g_times_l-then-arg", "knl(q, (4,), (4,), buf, 'x', g_times_l='yes')")
+case("order-wait_for-then-arg", "knl(q, (16,), None, buf, 'x', wait_for=[3])")
+case("order-offset-then-arg", "knl(q, (16,), None, buf, 'x', global_offset=(2.0,))")
+case("order-keyword-then-arg", "knl(q, (16,), None, buf, 'x', foo=1)")
+case("order-queue-then-arg-declared",
+     DTYPES + "ret = knl(ctx, (16,), None, buf, 'x')")
+case("order-set_args-then-enqueue-queue",
+     "knl.set_args(buf, 'x')\nret = cl.enqueue_nd_range_kernel(ctx, knl, (16,), None)")
+
+# }}}
+
+# {{{ keywords
+
+case("kw-arg0-arg1", f"knl(q, (16,), None, arg0=buf, arg1={X})")
+case("kw-arg1", f"knl(q, (16,), None, buf, arg1={X})")
+case("kw-arg1-arg0-order", f"knl(q, (16,), None, arg1={X}, arg0=buf)")
+case("kw-arg0-duplicate", f"knl(q, (16,), None, buf, {X}, arg0=buf)")
+case("kw-arg2-extra", f"knl(q, (16,), None, buf, {X}, arg2=1)")
+case("kw-arg1-missing-arg0", f"knl(q, (16,), None, arg1={X})")
+case("kw-queue-duplicate", f"knl(q, (16,), None, buf, {X}, queue=q)")
+case("kw-global_size",
+     f"knl(q, global_size=(16,), local_size=None, arg0=buf, arg1={X})")
+case("kw-global_work_size", f"knl(q, (16,), None, buf, {X}, global_work_size=(16,))")
+case("kw-unknown", f"knl(q, (16,), None, buf, {X}, foo=1)")
+case("kw-non-ascii", f"knl(q, (16,), None, buf, {X}, **{{'\u00e4': 1}})")
+case("kw-lone-surrogate", rf"knl(q, (16,), None, buf, {X}, **{{'\udc80': 1}})")
+case("kw-lone-surrogate-first",
+     rf"knl(q, (16,), None, buf, {X}, **{{'\udc80': 1, 'foo': 2}})")
+case("kw-empty-name", f"knl(q, (16,), None, buf, {X}, **{{'': 1}})")
+case("kw-nul-in-name", rf"knl(q, (16,), None, buf, {X}, **{{'wait_for\x00x': None}})")
+case("kw-non-str-int", f"knl(q, (16,), None, buf, {X}, **{{1: 2}})")
+case("kw-non-str-bytes", f"knl(q, (16,), None, buf, {X}, **{{b'wait_for': None}})")
+case("kw-non-str-none", f"knl(q, (16,), None, buf, {X}, **{{None: 1}})")
+case("kw-str-subclass",
+     "class S(str):\n    pass\n"
+     f"ret = knl(q, (16,), None, buf, {X}, **{{S('wait_for'): None}})")
+case("kw-option-duplicate-positional",
+     f"knl(q, (16,), None, buf, {X}, None, global_offset=None)")
+case("kw-all-options",
+     f"knl(q, (4,), (4,), buf, {X}, global_offset=(1,), g_times_l=True, "
+     "allow_empty_ndrange=False, wait_for=[evt])")
+case("kw-declared-arg1", DTYPES + "ret = knl(q, (16,), None, buf, arg1=5)")
+case("kw-declared-unknown", DTYPES + "ret = knl(q, (16,), None, buf, 5, foo=1)")
+case("kw-declared-lone-surrogate",
+     DTYPES + r"ret = knl(q, (16,), None, buf, 5, **{'\udc80': 1})")
+case("kw-declared-non-str-int", DTYPES + "ret = knl(q, (16,), None, buf, 5, **{1: 2})")
+case("kw-k0-global_offset", "k0(q, (16,), None, global_offset=(2,))")
+case("kw-k0-unknown", "k0(q, (16,), None, foo=1)")
+case("kw-enqueue-names",
+     SET_ARGS + "ret = cl.enqueue_nd_range_kernel(queue=q, kernel=knl, "
+     "global_work_size=(16,), local_work_size=None, global_work_offset=(1,), "
+     "wait_for=None, g_times_l=False, allow_empty_ndrange=False)")
+case("kw-enqueue-unknown",
+     SET_ARGS + "ret = cl.enqueue_nd_range_kernel(q, knl, (16,), None, foo=1)")
+case("kw-enqueue-global_size",
+     SET_ARGS + "ret = cl.enqueue_nd_range_kernel(q, knl, global_size=(16,), "
+     "local_size=None)")
+case("kw-enqueue-lone-surrogate",
+     SET_ARGS + r"ret = cl.enqueue_nd_range_kernel(q, knl, (16,), None, "
+     r"**{'\udc80': 1})")
+
+# }}}
+
+# {{{ argument counts
+
+case("count-none", "knl()")
+case("count-queue-only", "knl(q)")
+case("count-no-local-size", "knl(q, (16,))")
+case("count-no-kernel-args", "knl(q, (16,), None)")
+case("count-too-few", "knl(q, (16,), None, buf)")
+case("count-exact", LAUNCH)
+case("count-one-extra", f"knl(q, (16,), None, buf, {X}, {X})")
+case("count-all-options-positional",
+     f"knl(q, (16,), None, buf, {X}, None, False, False, None)")
+case("count-too-many", f"knl(q, (16,), None, buf, {X}, None, False, False, None, 1)")
+case("count-extra-buffer", f"knl(q, (16,), None, buf, {X}, buf)")
+case("count-k0", "k0(q, (16,), None)")
+case("count-k0-too-few", "k0(q, (16,))")
+case("count-k0-extra-buffer", "k0(q, (16,), None, buf)")
+case("count-k0-offset-positional", "k0(q, (16,), None, (2,))")
+case("count-declared-too-few", DTYPES + "ret = knl(q, (16,), None, buf)")
+case("count-declared-too-many",
+     DTYPES + "ret = knl(q, (16,), None, buf, 5, None, False, False, None, 1)")
+
+# }}}
+
+# {{{ set_args and set_arg
+
+ENQUEUE = "\nret = cl.enqueue_nd_range_kernel(q, knl, (16,), None)"
+case("set_args-ok", SET_ARGS + ENQUEUE)
+case("set_args-too-few", "knl.set_args(buf)")
+case("set_args-too-many", f"knl.set_args(buf, {X}, {X})")
+case("set_args-nothing", "knl.set_args()")
+case("set_args-python-int", "knl.set_args(buf, 5)")
+case("set_args-str", "knl.set_args(buf, '5')")
+case("set_args-keywords", f"knl.set_args(arg0=buf, arg1={X})" + ENQUEUE)
+case("set_args-keyword-arg1", f"knl.set_args(buf, arg1={X})" + ENQUEUE)
+case("set_args-unknown-keyword", f"knl.set_args(buf, {X}, foo=1)")
+case("set_args-lone-surrogate-keyword", rf"knl.set_args(buf, {X}, **{{'\udc80': 1}})")
+case("set_args-non-str-keyword", f"knl.set_args(buf, {X}, **{{1: 2}})")
+case("set_args-declared-python-int", DTYPES + "knl.set_args(buf, 5)" + ENQUEUE)
+case("set_args-declared-too-few", DTYPES + "knl.set_args(buf)")
+case("set_args-k0",
+     "k0.set_args()\nret = cl.enqueue_nd_range_kernel(q, k0, (16,), None)")
+case("set_args-then-call-overrides",
+     "knl.set_args(buf2, np.int32(9))\n" + f"ret = {LAUNCH}")
+case("set_arg-ok", f"knl.set_arg(0, buf)\nknl.set_arg(1, {X})" + ENQUEUE)
+SET_ARG_BAD = {
+    "index-out-of-range": f"2, {X}", "index-huge": f"2**32, {X}",
+    "index-negative": f"-1, {X}", "index-str": f"'1', {X}",
+    "index-float": f"1.0, {X}", "index-bool": f"True, {X}",
+    "index-none": f"None, {X}", "value-str": "1, '5'", "value-list": "1, [5]",
+    "value-object": "1, object()", "value-python-int": "1, 5",
+    "value-python-float": "1, 5.0", "value-none-for-int": "1, None",
+    "value-np-int64-for-int": "1, np.int64(5)",
+    "value-local-memory": "1, cl.LocalMemory(4)",
+    "value-missing": "0", "nothing": "",
+}
+for name, args in SET_ARG_BAD.items():
+    case(f"set_arg-{name}", f"knl.set_arg({args})")
+case("set_arg-index-np-int64",
+     f"knl.set_arg(np.int64(1), {X})\nknl.set_arg(np.int64(0), buf)" + ENQUEUE)
+case("set_arg-keywords", f"knl.set_arg(index=1, arg={X})")
+case("set_arg-partial-then-enqueue", f"knl.set_arg(1, {X})" + ENQUEUE)
+case("set_arg-nothing-then-enqueue", ENQUEUE.strip())
+case("set_arg-after-failed-set_arg",
+     "try:\n    knl.set_arg(1, 'x')\nexcept Exception:\n    pass\n"
+     f"knl.set_arg(0, buf)\nknl.set_arg(1, {X})" + ENQUEUE)
+case("call-after-failed-call", LAUNCH,
+     "try:\n    knl(q, (16,), None, buf, 'x')\nexcept Exception:\n    pass")
+case("call-after-failed-count", LAUNCH,
+     "try:\n    knl(q, (16,), None, buf)\nexcept Exception:\n    pass")
+case("call-twice", f"knl(q, (16,), None, buf, np.int32(1))\nret = {LAUNCH}")
+
+# }}}
+
+# {{{ set_scalar_arg_dtypes
+
+DTYPE_LISTS = {
+    "ok": "[None, np.int32]", "too-few": "[None]",
+    "too-many": "[None, np.int32, np.int32]", "empty": "[]", "none": "None",
+    "str-dtype": "[None, 'int32']", "invalid-str": "[None, 'notatype']",
+    "object": "[None, object]", "np-dtype": "[None, np.dtype(np.int32)]",
+    "pointer-as-int": "[np.int32, np.int32]", "int64-for-int": "[None, np.int64]",
+    "void-4": "[None, np.dtype('V4')]", "generator": "(t for t in [None, np.int32])",
+    "nested-list": "[None, [np.int32]]", "int": "[None, 5]", "str": "'ii'",
+    "tuple": "(None, np.int32)",
+}
+for name, dtypes in DTYPE_LISTS.items():
+    case(f"dtypes-{name}", f"knl.set_scalar_arg_dtypes({dtypes})")
+for name, value in [("ok", "5"), ("str-dtype", "5"), ("int64-for-int", "5"),
+                    ("void-4", "b'\\x05\\x00\\x00\\x00'"), ("pointer-as-int", "5"),
+                    ("generator", "5"), ("tuple", "5")]:
+    case(f"dtypes-{name}-call",
+         f"knl.set_scalar_arg_dtypes({DTYPE_LISTS[name]})\n"
+         f"ret = knl(q, (16,), None, buf, {value})")
+case("dtypes-pointer-as-int-call-buffer",
+     "knl.set_scalar_arg_dtypes([np.int32, np.int32])\n"
+     "ret = knl(q, (16,), None, buf, 5)")
+case("dtypes-twice",
+     "knl.set_scalar_arg_dtypes([None, np.int64])\n"
+     "knl.set_scalar_arg_dtypes([None, np.int32])\nret = knl(q, (16,), None, buf, 5)")
+case("dtypes-after-failed",
+     "try:\n    knl.set_scalar_arg_dtypes([None])\nexcept Exception:\n    pass\n"
+     "ret = knl(q, (16,), None, buf, 5)")
+case("dtypes-k0-empty", "k0.set_scalar_arg_dtypes([])\nret = k0(q, (16,), None)")
+case("dtypes-k0-too-many", "k0.set_scalar_arg_dtypes([np.int32])")
+
+# }}}
+
+# {{{ enqueue_nd_range_kernel directly
+
+EQ = SET_ARGS + "ret = cl.enqueue_nd_range_kernel("
+case("enqueue-ok", EQ + "q, knl, (16,), None)")
+case("enqueue-local-size", EQ + "q, knl, (16,), (4,))")
+case("enqueue-positional-all", EQ + "q, knl, (16,), None, None, None, False, False)")
+case("enqueue-kernel-none", EQ + "q, None, (16,), None)")
+case("enqueue-kernel-program", EQ + "q, prg, (16,), None)")
+case("enqueue-kernel-str", EQ + "q, 'k', (16,), None)")
+case("enqueue-too-few", EQ + "q, knl, (16,))")
+case("enqueue-too-many", EQ + "q, knl, (16,), None, None, None, False, False, 1)")
+case("enqueue-local-float", EQ + "q, knl, (16,), (4.0,))")
+case("enqueue-offset-float", EQ + "q, knl, (16,), None, (2.0,))")
+case("enqueue-no-args-set", "ret = cl.enqueue_nd_range_kernel(q, knl, (16,), None)")
+case("enqueue-raw-module", "knl.set_args(buf, np.int32(5))\n"
+     "ret = cl._cl.enqueue_nd_range_kernel("
+     "q, knl, (16,), None, None, None, False, False)")
+
+# }}}
+
+# {{{ programs
+
+case("prog-unbuilt-kernel", "p = cl.Program(ctx, SRC)\nret = cl.Kernel(p, 'k')")
+case("prog-unbuilt-getattr", "p = cl.Program(ctx, SRC)\nret = p.k")
+case("prog-unbuilt-all_kernels", "ret = cl.Program(ctx, SRC).all_kernels()")
+case("prog-source-built-call",
+     "p = cl.Program(ctx, SRC).build()\n"
+     f"ret = cl.Kernel(p, 'k')(q, (16,), None, buf, {X})")
+case("prog-options-int",
+     "p = cl.Program(ctx, SRC_T).build(options=['-DT=int'])\n"
+     f"ret = cl.Kernel(p, 'kt')(q, (16,), None, buf, {X})")
+case("prog-options-float",
+     "p = cl.Program(ctx, SRC_T).build(options=['-DT=float'])\n"
+     "ret = cl.Kernel(p, 'kt')(q, (16,), None, buf, np.float32(1.5))")
+case("prog-options-float-two",
+     "p = cl.Program(ctx, SRC_T).build(options=['-DT=float', '-DTWO'])\n"
+     "ret = cl.Kernel(p, 'kt')(q, (16,), None, buf, np.float32(1.5), np.float32(2))")
+case("prog-options-int-called-with-float-signature",
+     "p = cl.Program(ctx, SRC_T).build(options=['-DT=int'])\n"
+     "ret = cl.Kernel(p, 'kt')(q, (16,), None, buf, np.float32(1.5), np.float32(2))")
+
+# one program object, built with -DT=int, its kernel used (with declared
+# types), then rebuilt with -DT=float -DTWO: kt gains an argument
+BUILT_INT = ("p = cl.Program(ctx, SRC_T).build(options=['-DT=int'])\n"
+             "k1 = cl.Kernel(p, 'kt')\nk1.set_scalar_arg_dtypes([None, np.int32])\n"
+             "k1(q, (16,), None, buf2, 1)\nq.finish()\ndel k1\n")
+REBUILD = "p.build(options=['-DT=float', '-DTWO'])"
+REBUILT = BUILT_INT + REBUILD + "\n"
+case("prog-rebuild", REBUILD, BUILT_INT)
+case("prog-rebuild-kernel-alive",
+     REBUILD, BUILT_INT.replace("del k1\n", ""))
+case("prog-rebuild-call-new-signature",
+     "ret = cl.Kernel(p, 'kt')(q, (16,), None, buf, np.float32(1.5), np.float32(2))",
+     REBUILT)
+case("prog-rebuild-call-old-signature",
+     f"ret = cl.Kernel(p, 'kt')(q, (16,), None, buf, {X})", REBUILT)
+case("prog-rebuild-dtypes-old-count",
+     "kk = cl.Kernel(p, 'kt')\nkk.set_scalar_arg_dtypes([None, np.int32])", REBUILT)
+case("prog-rebuild-dtypes-old-count-call",
+     "kk = cl.Kernel(p, 'kt')\nkk.set_scalar_arg_dtypes([None, np.int32])\n"
+     "ret = kk(q, (16,), None, buf, 5)", REBUILT)
+case("prog-rebuild-dtypes-new-count",
+     "kk = cl.Kernel(p, 'kt')\n"
+     "kk.set_scalar_arg_dtypes([None, np.float32, np.float32])\n"
+     "ret = kk(q, (16,), None, buf, 1.5, 2)", REBUILT)
+case("prog-rebuild-getattr",
+     "ret = p.kt(q, (16,), None, buf, np.float32(1.5), np.float32(2))", REBUILT)
+case("prog-rebuild-all_kernels",
+     "kk, = p.all_kernels()\n"
+     "ret = kk(q, (16,), None, buf, np.float32(1.5), np.float32(2))",
+     REBUILT)
+case("prog-rebuild-set_args",
+     f"kk = cl.Kernel(p, 'kt')\nkk.set_args(buf, {X})", REBUILT)
+case("prog-binaries-call",
+     f"pb = cl.Program(ctx, ctx.devices, prg.binaries).build()\n"
+     f"ret = cl.Kernel(pb, 'k')(q, (16,), None, buf, {X})")
+case("prog-binaries-unbuilt-kernel",
+     "pb = cl.Program(ctx, ctx.devices, prg.binaries)\nret = cl.Kernel(pb, 'k')")
+case("prog-binaries-dtypes",
+     "pb = cl.Program(ctx, ctx.devices, prg.binaries).build()\n"
+     "kk = cl.Kernel(pb, 'k')\nkk.set_scalar_arg_dtypes([None, np.int32])\n"
+     "ret = kk(q, (16,), None, buf, 5)")
+case("prog-binaries-junk", "cl.Program(ctx, ctx.devices, [b'junk']).build()")
+case("prog-binaries-count-mismatch", "cl.Program(ctx, ctx.devices, [])")
+case("prog-binaries-str", "cl.Program(ctx, ctx.devices, ['junk'])")
+case("prog-all_kernels-call",
+     "ks = {kk.function_name: kk for kk in prg.all_kernels()}\n"
+     f"ret = ks['k'](q, (16,), None, buf, {X})")
+case("prog-all_kernels-names",
+     "extra = ','.join(sorted(kk.function_name for kk in prg.all_kernels())).encode()")
+case("prog-all_kernels-dtypes",
+     "ks = {kk.function_name: kk for kk in prg.all_kernels()}\n"
+     "ks['k'].set_scalar_arg_dtypes([None, np.int32])\n"
+     "ret = ks['k'](q, (16,), None, buf, 5)")
+case("prog-all_kernels-set_args",
+     "ks = {kk.function_name: kk for kk in prg.all_kernels()}\n"
+     f"ks['kp'].set_args(buf, None, {X})\n"
+     "ret = cl.enqueue_nd_range_kernel(q, ks['kp'], (16,), None)")
+case("getattr-kernel-call", f"prg.k(q, (16,), None, buf, {X})")
+case("getattr-twice", f"prg.k\nret = prg.k(q, (16,), None, buf, {X})")
+case("getattr-nonexistent", "prg.nonexistent")
+case("getattr-dunder", "prg.__foo__")
+case("getattr-private", "prg._foo")
+case("getattr-hasattr-nonexistent", "extra = bytes([hasattr(prg, 'nonexistent')])")
+case("getattr-lone-surrogate", r"getattr(prg, '\udc80')")
+case("getattr-non-ascii", "getattr(prg, '\u00e4')")
+case("getattr-empty-name", "getattr(prg, '')")
+case("getattr-unbuilt", "cl.Program(ctx, SRC).k")
+case("getattr-kernel-dtypes",
+     "kk = prg.k\nkk.set_scalar_arg_dtypes([None, np.int32])\n"
+     "ret = kk(q, (16,), None, buf, 5)")
+KERNEL_NAMES = {
+    "good": "'k'", "bad": "'nope'", "int": "1", "none": "None", "bytes": "b'k'",
+    "empty": "''", "lone-surrogate": r"'\udc80'", "non-ascii": "'\u00e4'",
+    "nul": r"'k\x00x'", "str-subclass": "type('S', (str,), {})('k')",
+}
+for name, expr in KERNEL_NAMES.items():
+    case(f"kernel-name-{name}", f"cl.Kernel(prg, {expr})")
+case("kernel-name-good-call", f"cl.Kernel(prg, 'kp')(q, (16,), None, buf, None, {X})")
+case("kernel-program-none", "cl.Kernel(None, 'k')")
+case("kernel-program-context", "cl.Kernel(ctx, 'k')")
+case("kernel-program-raw", f"cl.Kernel(prg._get_prg(), 'k')(q, (16,), None, buf, {X})")
+case("kernel-no-arguments", "cl.Kernel()")
+case("kernel-name-keyword", "cl.Kernel(prg, name='k')")
+
+# Program.get_kernel exists only in the fork: no crash, no SystemError, the
+# documented exception classes
+OK = ("ok",)
+TYPE_ERROR = ("builtins.TypeError",)
+VALUE_ERROR = ("builtins.ValueError",)
+GET_KERNEL = {
+    "call": (f"prg.get_kernel('k')(q, (16,), None, buf, {X})", OK),
+    "repeated": (("prg.get_kernel('k')\n"
+                  f"ret = prg.get_kernel('k')(q, (16,), None, buf, {X})"), OK),
+    "dtypes": (("kk = prg.get_kernel('k')\n"
+                "kk.set_scalar_arg_dtypes([None, np.int32])\n"
+                "ret = kk(q, (16,), None, buf, 5)"), OK),
+    "bad-name": ("prg.get_kernel('nope')", VALUE_ERROR),
+    "empty-name": ("prg.get_kernel('')", VALUE_ERROR),
+    "int": ("prg.get_kernel(1)", TYPE_ERROR),
+    "none": ("prg.get_kernel(None)", TYPE_ERROR),
+    "bytes": ("prg.get_kernel(b'k')", TYPE_ERROR),
+    "lone-surrogate": (r"prg.get_kernel('\udc80')",
+                       ("builtins.ValueError", "builtins.TypeError")),
+    "no-arguments": ("prg.get_kernel()", TYPE_ERROR),
+    "unbuilt": ("cl.Program(ctx, SRC).get_kernel('k')",
+                ("builtins.ValueError", "pyopencl._cl.Error")),
+    "rebuilt": (("ret = p.get_kernel('kt')"
+                 "(q, (16,), None, buf, np.float32(1.5), np.float32(2))"), OK),
+}
+for name, (code, expected) in GET_KERNEL.items():
+    case(f"get_kernel-{name}", code, REBUILT if name == "rebuilt" else "",
+         fork_only=expected)
+
+# }}}
+
+# {{{ events
+
+case("event-wait", f"e = {LAUNCH}\ne.wait()\nret = e")
+case("event-command-type",
+     f"e = {LAUNCH}\nextra = str(int(e.command_type)).encode()")
+case("event-queue", f"e = {LAUNCH}\nextra = bytes([e.command_queue == q])")
+case("event-profiling",
+     f"e = knl(q_prof, (16,), None, buf, {X})\ne.wait()\n"
+     "extra = bytes([e.profile.end >= e.profile.start > 0])")
+
+# }}}
+
+# }}}
+
+
+# {{{ workers
+
+class WorkerProcess:
+    """One persistent worker subprocess of *python*, restarted after a crash."""
+
+    def __init__(self, label: str, python: str, env: dict[str, str],
+                 isolated: bool) -> None:
+        self.label = label
+        self.python = python
+        self.env = env
+        self.isolated = isolated
+        self.proc: subprocess.Popen | None = None
+        self.caps: dict = {}
+        self.starts = 0
+        # the worker's stderr, for what a crash left there; closed in close()
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115
+
+    def start(self) -> dict:
+        cmd = [self.python, *(["-I"] if self.isolated else []), str(WORKER)]
+        last = ""
+        for attempt in range(3):
+            if attempt:
+                # another engineer may be reinstalling the environment
+                time.sleep(20)
+            self.stderr.seek(0)
+            self.stderr.truncate()
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=self.stderr, env=self.env, cwd=tempfile.gettempdir())
+            self.starts += 1
+            try:
+                line = self._read_line(START_TIMEOUT_S)
+            except TimeoutError:
+                line = None
+            if line is not None:
+                hello = json.loads(line)
+                if hello.get("ready"):
+                    self.caps = hello
+                    return hello
+                last = hello.get("error", "")
+            self.kill()
+            last = last or self.stderr_tail()
+        raise RuntimeError(f"{self.label} worker ({self.python}) did not start: "
+                           f"{last}")
+
+    def stderr_tail(self, n: int = 2000) -> str:
+        self.stderr.seek(0)
+        return self.stderr.read().decode("utf-8", "replace")[-n:]
+
+    def _read_line(self, timeout: float) -> str | None:
+        """A line, or None at end of file; TimeoutError after *timeout*."""
+        assert self.proc is not None and self.proc.stdout is not None
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        try:
+            if not sel.select(timeout):
+                raise TimeoutError
+        finally:
+            sel.close()
+        line = self.proc.stdout.readline()
+        return line.decode("ascii") if line else None
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+        if self.proc is not None:
+            self.proc.wait()
+            for f in (self.proc.stdin, self.proc.stdout):
+                if f is not None:
+                    f.close()
+        self.proc = None
+
+    def send(self, descriptor: dict) -> None:
+        data = (json.dumps(descriptor) + "\n").encode("ascii")
+        for _ in range(2):
+            if self.proc is None:
+                self.start()
+            assert self.proc is not None and self.proc.stdin is not None
+            try:
+                self.proc.stdin.write(data)
+                self.proc.stdin.flush()
+                return
+            except BrokenPipeError:  # it died between cases: a fresh one
+                self.kill()
+        raise RuntimeError(f"{self.label} worker: cannot send a case")
+
+    def receive(self) -> dict:
+        """The worker's answer to the case sent, or what became of it."""
+        assert self.proc is not None
+        try:
+            line = self._read_line(CASE_TIMEOUT_S)
+            timed_out = False
+        except TimeoutError:
+            line, timed_out = None, True
+        if line is not None:
+            return json.loads(line)
+        proc = self.proc
+        self.kill()
+        return {"crash": True, "timeout": timed_out, "returncode": proc.returncode,
+                "stderr": self.stderr_tail()[-600:]}
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.stdin is not None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+        self.stderr.close()
+
+
+def worker_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # PoCL: one thread per worker, the two workers run side by side
+    env.setdefault("POCL_MAX_PTHREAD_COUNT", "1")
+    return env
+
+
+def run_pair(descriptor: dict, fork: WorkerProcess,
+             upstream: WorkerProcess | None) -> tuple[dict, dict | None]:
+    """One case in both workers, side by side. A worker that died is
+    restarted when it gets its next case."""
+    workers = [w for w in (fork, upstream) if w is not None]
+    for w in workers:
+        w.send(descriptor)
+    fork_out = fork.receive()
+    up_out = upstream.receive() if upstream is not None else None
+    return fork_out, up_out
+
+# }}}
+
+
+# {{{ upstream's wheel
+
+def _python_minor(py: Path) -> tuple[int, int] | None:
+    try:
+        proc = subprocess.run(
+            [str(py), "-c", "import sys; print(*sys.version_info[:2])"],
+            capture_output=True, text=True, check=False, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode:
+        return None
+    major, minor = proc.stdout.split()
+    return int(major), int(minor)
+
+
+def upstream_interpreter() -> tuple[str | None, str]:
+    """Upstream's released wheel in a virtual environment for this Python's
+    minor version: ``.venv-upstream``, or ``.venv-upstream-py3XX`` where
+    ``.venv-upstream`` is made for another. Made with
+    bench/launch_overhead.py's upstream_python where missing. Returns
+    (python, "") or (None, why not)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import launch_overhead
+
+    here = sys.version_info[:2]
+    venv = ROOT / ".venv-upstream"
+    py = venv / "bin" / "python"
+    if py.exists() and _python_minor(py) not in (here, None):
+        venv = ROOT / f".venv-upstream-py{here[0]}{here[1]}"
+    saved = {k: os.environ.get(k) for k in ("PIP_RETRIES", "PIP_DEFAULT_TIMEOUT")}
+    # without a network, give up soon
+    os.environ["PIP_RETRIES"] = "1"
+    os.environ["PIP_DEFAULT_TIMEOUT"] = "20"
+    try:
+        python = launch_overhead.upstream_python(venv)
+    except (subprocess.CalledProcessError, OSError) as e:
+        return None, (f"could not make {venv.name} with upstream's wheel "
+                      f"(pip cannot reach the package index?): {e}")
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    if _python_minor(python) != here:
+        return None, f"{python} is not Python {here[0]}.{here[1]}"
+    return str(python), ""
+
+# }}}
+
+
+# {{{ comparison
+
+BARE_MESSAGE = re.compile(
+    r"^\s*$|std::\w+\s*$|incompatible function arguments", re.DOTALL)
+NAMES_ARGUMENT = re.compile(
+    r"\barg(ument)?s?\b|\barg#?\d+|queue|global_(work_)?size|local_(work_)?size"
+    r"|global_(work_)?offset|wait_for|g_times_l|allow_empty_ndrange|keyword"
+    r"|index|kernel|work_size|dtype")
+
+SAME, BETTER, MISMATCH, CRASH, FORK_ONLY, FORK_HALF, ERROR = (
+    "same", "better", "mismatch", "crash", "fork-only", "fork-half", "error")
+
+
+def describe(out: dict | None) -> str:
+    if out is None:
+        return "-"
+    if out.get("crash"):
+        what = "timeout" if out.get("timeout") else f"crash rc={out.get('returncode')}"
+        return f"{what}: {out.get('stderr', '')[-200:].strip()}"
+    if "setup_error" in out:
+        return f"setup error: {out['setup_error']}"
+    if out["ok"]:
+        return f"ok -> {out['ret']}"
+    enq = " [enqueued]" if out.get("enqueued") else ""
+    return f"{out['exc'][0]}: {out['msg'][:200]}{enq}"
+
+
+def outcome_class(out: dict | None) -> str:
+    if out is None:
+        return "-"
+    if out.get("crash"):
+        return "crash"
+    if "setup_error" in out:
+        return "setup error"
+    return "ok" if out["ok"] else out["exc"][0]
+
+
+def _fork_defect(fork: dict) -> tuple[str, str] | None:
+    """What is wrong with the fork's outcome regardless of upstream."""
+    if fork.get("crash"):
+        return CRASH, "the fork crashed" + (" (timeout)" if fork.get("timeout") else "")
+    if "setup_error" in fork:
+        return ERROR, f"the case's setup failed in the fork: {fork['setup_error']}"
+    if not fork["ok"] and "builtins.SystemError" in fork["exc"]:
+        return MISMATCH, "the fork raised SystemError"
+    return None
+
+
+def judge(c: Case, fork: dict, up: dict | None) -> tuple[str, str]:
+    """(verdict, reason) of one case."""
+    defect = _fork_defect(fork)
+    if defect is not None:
+        return defect
+
+    if c.fork_only is not None:
+        if fork["ok"]:
+            good = "ok" in c.fork_only
+        else:
+            good = any(e in fork["exc"] for e in c.fork_only)
+        return ((FORK_ONLY, "as expected") if good else
+                (MISMATCH, f"expected one of {c.fork_only}"))
+
+    if up is None:
+        if not fork["ok"] and fork["enqueued"]:
+            return MISMATCH, "the fork enqueued before raising"
+        return FORK_HALF, "no crash, no SystemError (upstream not compared)"
+
+    if up.get("crash"):
+        return BETTER, "upstream crashed, the fork did not"
+    if "setup_error" in up:
+        return ERROR, f"the case's setup failed upstream: {up['setup_error']}"
+
+    if up["ok"]:
+        if not fork["ok"]:
+            return MISMATCH, "upstream ok, the fork raised"
+        if fork["result"] != up["result"]:
+            return MISMATCH, "different results"
+        if fork["ret"] != up["ret"]:
+            return MISMATCH, f"returns {fork['ret']}, upstream {up['ret']}"
+        return SAME, "same result"
+
+    if "builtins.SystemError" == up["exc"][0]:
+        return (BETTER, "upstream raised SystemError") if not fork["ok"] else (
+            BETTER, "upstream raised SystemError, the fork ok")
+    if fork["ok"]:
+        return MISMATCH, f"upstream raised {up['exc'][0]}, the fork ok"
+    if up["exc"][0] not in fork["exc"]:
+        return MISMATCH, (f"upstream raised {up['exc'][0]}, the fork "
+                          f"{fork['exc'][0]}, not a subclass")
+    if fork["enqueued"] and not up["enqueued"]:
+        return MISMATCH, "the fork enqueued before raising"
+    if (BARE_MESSAGE.search(up["msg"]) and fork["msg"] != up["msg"]
+            and not BARE_MESSAGE.search(fork["msg"])
+            and NAMES_ARGUMENT.search(fork["msg"])):
+        return BETTER, "same class, the fork's message names the argument"
+    return SAME, "same exception class"
+
+
+def count(verdicts: list[str]) -> dict[str, int]:
+    return {
+        "cases": len(verdicts),
+        "fork = upstream": verdicts.count(SAME),
+        "fork better": verdicts.count(BETTER),
+        "mismatches": verdicts.count(MISMATCH) + verdicts.count(ERROR),
+        "crashes": verdicts.count(CRASH),
+        "fork-only ok": verdicts.count(FORK_ONLY),
+        "fork half only": verdicts.count(FORK_HALF),
+    }
+
+# }}}
+
+
+# {{{ running the table
+
+class Session:
+    """The two workers, the table's outcomes and the report."""
+
+    def __init__(self) -> None:
+        env = worker_env()
+        self.fork = WorkerProcess("fork", sys.executable, env, isolated=False)
+        self.fork.start()
+        self.upstream: WorkerProcess | None = None
+        python, self.upstream_reason = upstream_interpreter()
+        if python is not None:
+            up_env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+            self.upstream = WorkerProcess("upstream", python, up_env, isolated=True)
+            try:
+                self.upstream.start()
+            except RuntimeError as e:
+                self.upstream.close()
+                self.upstream = None
+                self.upstream_reason = str(e)
+        if self.upstream is not None:
+            fv, uv = self.fork.caps["version"], self.upstream.caps["version"]
+            if fv == uv or "+" in uv:
+                self.upstream.close()
+                self.upstream = None
+                self.upstream_reason = (
+                    f"the upstream environment has pyopencl {uv}, the fork {fv}")
+        self.outcomes: dict[str, dict] = {}
+        self.hypothesis: dict = {}
+
+    def skip_reason(self, c: Case) -> str | None:
+        if c.needs is not None and not self.fork.caps.get(c.needs):
+            return f"the device lacks {c.needs}: {self.fork.caps['device']}"
+        if c.fork_only is not None and not self.fork.caps.get("get_kernel"):
+            return "this pyopencl has no Program.get_kernel"
+        return None
+
+    def run_table(self, cases: list[Case]) -> None:
+        for c in cases:
+            skip = self.skip_reason(c)
+            if skip is not None:
+                self.outcomes[c.id] = {"case": c, "skip": skip}
+                continue
+            up = None if c.fork_only is not None else self.upstream
+            fork_out, up_out = run_pair(c.descriptor(), self.fork, up)
+            verdict, reason = judge(c, fork_out, up_out)
+            self.outcomes[c.id] = {"case": c, "fork": fork_out, "upstream": up_out,
+                                   "verdict": verdict, "reason": reason}
+
+    def summary(self) -> dict:
+        judged = [o for o in self.outcomes.values() if "verdict" in o]
+        counts = count([o["verdict"] for o in judged])
+        counts["skipped"] = len(self.outcomes) - len(judged)
+        return {
+            "fork": self.fork.caps.get("version"),
+            "upstream": self.upstream.caps.get("version") if self.upstream else None,
+            "upstream_skipped_because": self.upstream_reason or None,
+            "python": self.fork.caps.get("python"),
+            "device": self.fork.caps.get("device"),
+            "counts": counts,
+            "hypothesis": self.hypothesis or None,
+            "cases": [
+                {"id": o["case"].id, "setup": o["case"].setup, "code": o["case"].code,
+                 **({"skip": o["skip"]} if "skip" in o else {
+                     "verdict": o["verdict"], "reason": o["reason"],
+                     "fork": o["fork"], "upstream": o["upstream"]})}
+                for o in self.outcomes.values()],
+        }
+
+    def report_lines(self) -> list[str]:
+        s = self.summary()
+        up = s["upstream"] or f"(not compared: {s['upstream_skipped_because']})"
+        lines = [(f"fork {s['fork']} vs upstream {up}, Python {s['python']}, "
+                  f"{s['device']}")]
+        lines.append("table: " + ", ".join(f"{k} {v}" for k, v in s["counts"].items()))
+        if self.hypothesis:
+            lines.append("hypothesis: " + ", ".join(
+                f"{k} {v}" for k, v in self.hypothesis["counts"].items()))
+        for o in self.outcomes.values():
+            if o.get("verdict") in (MISMATCH, CRASH, ERROR):
+                lines.append(
+                    f"  {o['verdict'].upper():8} {o['case'].id}: {o['reason']}")
+                lines.append(f"           upstream: {describe(o['upstream'])}")
+                lines.append(f"           fork:     {describe(o['fork'])}")
+        return lines
+
+    def write_json(self) -> Path:
+        OUT_JSON.parent.mkdir(parents=True, exist_ok=True)
+        OUT_JSON.write_text(json.dumps(self.summary(), indent=1) + "\n")
+        return OUT_JSON
+
+    def close(self) -> None:
+        self.fork.close()
+        if self.upstream is not None:
+            self.upstream.close()
+
+# }}}
+
+
+# {{{ the tests
+
+@pytest.fixture(scope="module")
+def conformance(request):
+    s = Session()
+    s.run_table(CASES)
+    yield s
+    s.close()
+    path = s.write_json()
+    lines = [*s.report_lines(), f"wrote {path}"]
+    # past output capturing, as capsys.disabled() does
+    plugins = request.config.pluginmanager
+    reporter = plugins.get_plugin("terminalreporter")
+    capman = plugins.get_plugin("capturemanager")
+    with (capman.global_and_fixture_disabled() if capman is not None
+          else contextlib.nullcontext()):
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.section("fork conformance with upstream", sep="-")
+            for line in lines:
+                reporter.write_line(line)
+        else:
+            print("\n".join(lines))
+
+
+def test_table_size():
+    assert len(CASES) >= 150
+    assert len({c.id for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
+def test_case(conformance, c):
+    o = conformance.outcomes[c.id]
+    if "skip" in o:
+        pytest.skip(o["skip"])
+    verdict, reason = o["verdict"], o["reason"]
+    detail = (f"{reason}\n  code: {c.code!r}\n  setup: {c.setup!r}\n"
+              f"  upstream: {describe(o['upstream'])}\n"
+              f"  fork:     {describe(o['fork'])}")
+    assert verdict not in (CRASH, MISMATCH, ERROR), detail
+    if verdict == FORK_HALF:
+        pytest.skip("fork half passed; comparison skipped: "
+                    f"{conformance.upstream_reason}")
+
+
+# {{{ property-based
+
+# A valid launch of kp(__global int *out, __global const int *src, int x),
+# changed in up to three ways drawn from CHANGES. Values never put a
+# pointer-sized non-memory value where a pointer goes (that would crash
+# either); lone-surrogate and non-str keywords are in the table only (each
+# crash costs a fresh worker).
+OUT_VALUES = ["buf", "np.int32(7)", "np.int8(1)", "'s'", "object()", "[1]",
+              "cl.LocalMemory(16)", "7", "np.bool_(True)"]
+SRC_VALUES = ["None", "buf2", "buf", "np.int32(7)", "'s'", "7"]
+X_VALUES = ["np.int32(7)", "np.uint32(7)", "np.int64(7)", "np.float32(7)",
+            "np.int8(7)", "np.float64(7)", "np.complex64(7)", "np.bool_(True)",
+            "7", "7.0", "True", "None", "'7'", "np.array([7], np.int32)", "[7]",
+            "b'\\x07\\x00\\x00\\x00'"]
+HYP_VALUES = {
+    "queue": ["q_prof", "ctx", "None", "1", "buf"],
+    "global_size": ["[16]", "16", "(4, 4)", "()", "(0,)", "(-1,)", "(16.0,)",
+                    "np.array([16])", "(np.int32(16),)", "(1, 1, 1, 1)",
+                    "range(16, 17)", "None", "(2**64,)", "(np.uint64(4), 4)"],
+    "local_size": ["(4,)", "(4, 4)", "()", "[4]", "(3,)", "(0,)", "4", "(4.0,)"],
+    "arg0": OUT_VALUES, "arg1": SRC_VALUES, "arg2": X_VALUES,
+    "global_offset": ["None", "(2,)", "()", "(1, 1)", "(2.0,)", "2", "[1]"],
+    "g_times_l": ["True", "False", "0", "1", "'yes'", "np.bool_(True)", "None",
+                  "np.array([1, 2])"],
+    "allow_empty_ndrange": ["True", "False", "1", "None"],
+    "wait_for": ["None", "[]", "[evt]", "evt", "[3]", "(e for e in [evt])"],
+    "foo": ["1"], "queue=": ["q"], "global_size=": ["(16,)"], "\u00e4": ["1"],
+}
+OPTIONS = ["global_offset", "g_times_l", "allow_empty_ndrange", "wait_for"]
+CHANGES = ["queue", "global_size", "local_size", "arg0", "arg1", "arg2",
+           "count", "positional-options", "by-name", *OPTIONS, "foo", "queue=",
+           "global_size=", "\u00e4"]
+
+
+def draw_launch(draw) -> str:
+    """The text of one launch of kp, drawn with hypothesis' *draw*."""
+    st = sys.modules["hypothesis.strategies"]
+    queue, gs, ls = "q", "(16,)", "None"
+    args = ["buf", draw(st.sampled_from(["None", "buf2"])), "np.int32(7)"]
+    positional_options: list[str] = []
+    kw: dict[str, str] = {}
+    by_name: dict[str, str] = {}
+    changes = draw(st.lists(st.sampled_from(CHANGES), max_size=3, unique=True))
+    for change in sorted(changes, key=CHANGES.index):
+        if change == "count":
+            args = args[:draw(st.integers(0, 2))]
+        elif change == "positional-options":
+            n = draw(st.integers(1, 5))  # 5: one more than there are
+            pools = [HYP_VALUES[o] for o in OPTIONS] + [["1"]]
+            positional_options = [draw(st.sampled_from(p)) for p in pools[:n]]
+            if len(args) < 3:
+                # they would go where the pointers go
+                positional_options = []
+        elif change == "by-name":
+            first = draw(st.integers(0, len(args)))
+            by_name = {f"arg{i}": v for i, v in enumerate(args) if i >= first}
+            args = args[:first]
+        else:
+            value = draw(st.sampled_from(HYP_VALUES[change]))
+            if change == "queue":
+                queue = value
+            elif change == "global_size":
+                gs = value
+            elif change == "local_size":
+                ls = value
+            elif change in ("arg0", "arg1", "arg2"):
+                i = int(change[-1])
+                if i < len(args):
+                    args[i] = value
+            else:
+                kw[change.rstrip("=")] = value
+    declared = draw(st.booleans())
+    style = draw(st.sampled_from(["call", "call", "call", "set_args"]))
+
+    def keywords(d: dict[str, str]) -> list[str]:
+        return [f"{k}={v}" if k.isidentifier() and k.isascii()
+                else f"**{{{k!r}: {v}}}" for k, v in d.items()]
+
+    if style == "set_args":
+        renamed = {("global_work_offset" if k == "global_offset" else k): v
+                   for k, v in kw.items()}
+        code = (f"kp.set_args({', '.join([*args, *keywords(by_name)])})\n"
+                f"ret = cl.enqueue_nd_range_kernel("
+                f"{', '.join([queue, 'kp', gs, ls, *keywords(renamed)])})")
+    else:
+        code = "ret = kp({})".format(", ".join(
+            [queue, gs, ls, *args, *positional_options,
+             *keywords({**by_name, **kw})]))
+    if declared:
+        code = "kp.set_scalar_arg_dtypes([None, None, np.int32])\n" + code
+    return code
+
+
+def test_property_based(conformance):
+    hypothesis = pytest.importorskip("hypothesis")
+    launches = hypothesis.strategies.composite(draw_launch)
+    failures: list[dict] = []
+    verdicts: list[str] = []
+    seen: set[str] = set()
+
+    @hypothesis.seed(830)
+    @hypothesis.settings(
+        max_examples=300, deadline=None, derandomize=True, database=None,
+        phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate],
+        suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.given(launches())
+    def check(code):
+        if code in seen:
+            return
+        seen.add(code)
+        c = Case(f"hypothesis-{len(seen)}", code)
+        fork_out, up_out = run_pair(
+            c.descriptor(), conformance.fork, conformance.upstream)
+        verdict, reason = judge(c, fork_out, up_out)
+        verdicts.append(verdict)
+        if verdict in (CRASH, MISMATCH, ERROR):
+            failures.append({
+                "kind": (f"{reason} ({outcome_class(up_out)} / "
+                         f"{outcome_class(fork_out)})"),
+                "code": code, "upstream": describe(up_out),
+                "fork": describe(fork_out)})
+
+    check()
+    conformance.hypothesis = {"counts": count(verdicts), "failures": failures}
+    if failures:
+        # one example of each kind of failure
+        kinds: dict[str, list[dict]] = {}
+        for f in failures:
+            kinds.setdefault(f["kind"], []).append(f)
+        text = "\n".join(
+            f"{len(fs)} x {kind}\n  e.g. code: {fs[0]['code']!r}\n"
+            f"  upstream: {fs[0]['upstream']}\n  fork:     {fs[0]['fork']}"
+            for kind, fs in kinds.items())
+        pytest.fail(f"{len(failures)} of {len(verdicts)} examples, "
+                    f"{len(kinds)} kinds:\n{text}", pytrace=False)
+    if conformance.upstream is None:
+        pytest.skip("fork half passed; comparison skipped: "
+                    f"{conformance.upstream_reason}")
+
+# }}}
+
+# }}}
+
+
+def main() -> int:
+    s = Session()
+    try:
+        s.run_table(CASES)
+    finally:
+        s.close()
+    print("\n".join(s.report_lines()))
+    print(f"wrote {s.write_json()}")
+    bad = [o for o in s.outcomes.values()
+           if o.get("verdict") in (MISMATCH, CRASH, ERROR)]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
