@@ -3,11 +3,13 @@
 #
 #   bash bootstrap.sh bench [ARGS]   the main job: launch-overhead benchmark on PoCL
 #   bash bootstrap.sh test  [ARGS]   the tests: ours and upstream's suite, on PoCL
+#   bash bootstrap.sh matrix [3.X ...] [-- ARGS]   launch tests on each CPython 3.10-3.13
 #
-# Both install missing Debian packages (as root; otherwise they say which are
+# They install missing Debian packages (as root; otherwise they say which are
 # missing), make the virtual environment $FORK_VENV (default .venv), build and
 # install the fork into it with pip, then run.  ARGS go to the benchmark or to
-# pytest.
+# pytest.  matrix does so in .venv-py3X for each CPython 3.10-3.13 found (or
+# each 3.X named), runs the launch tests, prints a table; `matrix --help`.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -15,7 +17,7 @@ cd "$here"
 venv=${FORK_VENV:-$here/.venv}
 
 usage() {
-  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -65,15 +67,107 @@ ensure_system() {
 
 # {{{ virtual environment and the fork
 
+# X.Y of the Python $1, empty if it does not run
+python_xy() {
+  "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true
+}
+
+# ensure_fork EXTRAS [VENV PYTHON]: make the virtual environment VENV (default
+# $venv) with PYTHON (default python3) if it has none (given PYTHON: or one of
+# another X.Y), then build and install the fork with EXTRAS into it
 ensure_fork() {
-  local extras=$1
-  if [[ ! -x $venv/bin/python ]]; then
-    python3 -m venv "$venv"
+  local extras=$1 env=${2:-$venv} python=${3:-python3}
+  if [[ ! -x $env/bin/python ]]; then
+    "$python" -m venv "$env"
+  elif [[ $# -ge 3 && $(python_xy "$env/bin/python") != "$(python_xy "$python")" ]]; then
+    echo "$env is not a Python $(python_xy "$python") environment: making it anew" >&2
+    "$python" -m venv --clear "$env"
   fi
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
-  echo "building and installing the fork into $venv (about a minute)" >&2
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check ".[$extras]"
-  "$venv/bin/python" -c 'import pyopencl; print("installed pyopencl", pyopencl.VERSION_TEXT)'
+  "$env/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
+  echo "building and installing the fork into $env (about a minute)" >&2
+  "$env/bin/python" -m pip install -q --disable-pip-version-check ".[$extras]"
+  "$env/bin/python" -c 'import pyopencl; print("installed pyopencl", pyopencl.VERSION_TEXT)'
+}
+
+# }}}
+
+# {{{ matrix: every CPython 3.10-3.13 found
+
+# tools/matrix.py finds the interpreters and writes the table; the builds and
+# the tests run here, with ensure_fork
+run_matrix() {
+  local list=0 arg
+  local -a versions=() pytest_args=()
+  while [[ $# -gt 0 ]]; do
+    arg=$1
+    shift
+    case $arg in
+      -h | --help) exec python3 tools/matrix.py --help ;;
+      --list) list=1 ;;
+      --) pytest_args=("$@"); break ;;
+      *) versions+=("$arg") ;;
+    esac
+  done
+  if ((list)); then
+    exec python3 tools/matrix.py list "${versions[@]}"
+  fi
+  local found
+  found=$(python3 tools/matrix.py find "${versions[@]}")
+  ensure_system
+
+  local out=$here/matrix-out upstream_version row ver full py tag env
+  local series start build_rc seconds tests_rc log
+  local -a rows tests
+  upstream_version=$(python3 tools/upstream.py version)
+  mkdir -p "$out"
+  : >"$out/results.tsv"
+  mapfile -t rows <<<"$found"
+  # no command in this loop may read its stdin: each gets /dev/null
+  for row in "${rows[@]}"; do
+    IFS=$'\t' read -r ver full py <<<"$row"
+    series='' build_rc='' seconds='' tests_rc='' log=''
+    if [[ -n $py ]]; then
+      tag=py${ver/./}
+      env=$here/.venv-$tag
+      # the builds share subprojects/pyopencl-*/: a series changed meanwhile
+      # (in this checkout, by anyone) makes this row worthless; the table says so
+      series=$(python3 tools/matrix.py series)
+      echo "=== Python $full ($py): build into $env" >&2
+      start=$SECONDS
+      # errexit does not work inside `if` or `||`, even in a function: run
+      # ensure_fork as a command of its own, in a subshell with errexit on,
+      # so that its first failing step ends it
+      set +e
+      (set -e; ensure_fork test "$env" "$py") </dev/null 2>&1 | tee "$out/$tag-build.log"
+      build_rc=${PIPESTATUS[0]}
+      set -e
+      seconds=$((SECONDS - start))
+    fi
+    if [[ $build_rc == 0 ]]; then
+      # the patched tree that was just built; our conformance tests if there
+      tests=("subprojects/pyopencl-$upstream_version/test/test_kernel_launch.py"
+        "subprojects/pyopencl-$upstream_version/test/test_kernel_retrieval.py")
+      if [[ -f test/test_fork_conformance.py ]]; then
+        tests+=(test/test_fork_conformance.py)
+      fi
+      echo "=== Python $full: ${tests[*]}" >&2
+      log=$out/$tag-tests.log
+      set +e
+      # our pytest configuration and conftest.py, as in `test`
+      "$env/bin/python" -m pytest -ra -p no:cacheprovider -c pyproject.toml \
+        -W error::pyopencl.RepeatedKernelRetrievalWarning \
+        "${tests[@]}" "${pytest_args[@]}" </dev/null 2>&1 | tee "$log"
+      tests_rc=${PIPESTATUS[0]}
+      set -e
+    fi
+    if [[ -n $series ]]; then
+      series="$series $(python3 tools/matrix.py series)"
+    fi
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$ver" "$full" "$py" "$build_rc" \
+      "$seconds" "$tests_rc" "$log" "$series" >>"$out/results.tsv"
+  done
+  echo >&2
+  python3 tools/matrix.py report "$out/results.tsv"
 }
 
 # }}}
@@ -90,6 +184,9 @@ case $cmd in
     ensure_system
     ensure_fork bench
     exec "$venv/bin/python" bench/demo.py "$@"
+    ;;
+  matrix)
+    run_matrix "$@"
     ;;
   test)
     ensure_system

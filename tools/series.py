@@ -3,8 +3,13 @@
 
     tools/series.py unpack [DIR]   pinned sdist -> git tree in DIR, series applied
     tools/series.py export [DIR]   commits upstream..HEAD of DIR -> the series
-    tools/series.py check          every patch applies to the pristine sdist,
-                                   in order, with no fuzz and no offset
+    tools/series.py check [--test] every patch applies to the pristine sdist,
+                                   in order, with no fuzz and no offset, and
+                                   each pull request of pull-requests.ini
+                                   applies alone to its base (the pristine
+                                   release or another pull request); --test
+                                   also builds each pull request on its base
+                                   and runs upstream's whole suite
     tools/series.py rebase VERSION --sha256 HASH [DIR]
                                    move the series onto another upstream
                                    release: fetch and verify its sdist,
@@ -32,6 +37,7 @@ of ``subprojects/pyopencl.wrap``.
 from __future__ import annotations
 
 import argparse
+import configparser
 import os
 import re
 import shutil
@@ -39,6 +45,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -47,6 +54,7 @@ import upstream
 
 
 PATCH_DIR = "patches"
+PR_FILE = "pull-requests.ini"
 DEFAULT_TREE = upstream.ROOT / "series-tree"
 GIT_ID = ["-c", "user.name=Seed 33c39583",
           "-c", "user.email=seed-33c39583@users.noreply.github.com",
@@ -133,8 +141,78 @@ def export(pin: upstream.Pin, tree: Path) -> None:
     print(f"exported {len(new)} patches to {outdir}")
 
 
-def check(pin: upstream.Pin) -> int:
-    """Apply each patch with patch(1) and refuse any fuzz or offset."""
+def apply_cleanly(tree: Path, patches: list[Path], label: str = "") -> int:
+    """Apply *patches* to *tree* with patch(1), refusing any fuzz or offset.
+    Returns the number of patches that did not apply cleanly."""
+    bad = 0
+    for p in patches:
+        if not p.exists():
+            print(f"MISSING: {p}")
+            bad += 1
+            continue
+        proc = subprocess.run(
+            ["patch", "-p1", "--fuzz=0", "--no-backup-if-mismatch",
+             "-i", str(p)], cwd=tree, text=True, check=False,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        out = proc.stdout
+        if proc.returncode or re.search(r"offset|fuzz|FAILED|reject", out):
+            print(f"DOES NOT APPLY CLEANLY{label}: {p.name}\n{out}")
+            bad += 1
+        else:
+            print(f"ok  {p.name}{label}")
+    return bad
+
+
+@dataclass
+class PullRequest:
+    name: str
+    title: str
+    patches: list[Path]
+    base: str | None  # None: fork-only; "pristine" or another pull request
+
+
+def read_pull_requests(pin: upstream.Pin) -> list[PullRequest]:
+    """The pull requests of pull-requests.ini, each checked to be a
+    consecutive run of the series; every patch in exactly one of them."""
+    ini = pin.packagefiles / PR_FILE
+    cp = configparser.ConfigParser(interpolation=None)
+    if not cp.read(ini):
+        sys.exit(f"error: {ini} is missing")
+    by_number = {p.name[:4]: p for p in pin.series}
+    prs, seen = [], []
+    for name in cp.sections():
+        sec = cp[name]
+        first, _, last = sec["patches"].strip().partition("-")
+        last = last or first
+        numbers = [f"{n:04d}" for n in range(int(first), int(last) + 1)]
+        missing = [n for n in numbers if n not in by_number]
+        if missing:
+            sys.exit(f"error: {ini}: [{name}] names patches that are not in "
+                     f"the series: {', '.join(missing)}")
+        base = sec.get("base") if name != "fork-only" else None
+        if base is not None and base != "pristine" and base not in cp:
+            sys.exit(f"error: {ini}: [{name}] has an unknown base {base!r}")
+        prs.append(PullRequest(name, sec.get("title", name),
+                               [by_number[n] for n in numbers], base))
+        seen += numbers
+    if sorted(seen) != sorted(by_number) or len(set(seen)) != len(seen):
+        sys.exit(f"error: {ini}: every patch of the series must be in exactly "
+                 f"one section (series: {', '.join(sorted(by_number))}; "
+                 f"sections: {', '.join(seen)})")
+    return prs
+
+
+def pr_patches(prs: list[PullRequest], pr: PullRequest) -> list[Path]:
+    """The patches of *pr* on top of those of its bases."""
+    by_name = {p.name: p for p in prs}
+    base = [] if pr.base in (None, "pristine") else pr_patches(
+        prs, by_name[pr.base])
+    return base + pr.patches
+
+
+def check(pin: upstream.Pin, test: bool = False) -> int:
+    """Apply each patch with patch(1) and refuse any fuzz or offset: the
+    whole series in order, then each pull request alone on its base."""
     listed = {pin.packagefiles / f for f in pin.diff_files}
     present = set((pin.packagefiles / PATCH_DIR).glob("*.patch"))
     bad = 0
@@ -144,21 +222,25 @@ def check(pin: upstream.Pin) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         tree = Path(tmp) / "tree"
         extract_pristine(pin, tree)
-        for p in pin.series:
-            if not p.exists():
-                print(f"MISSING: {p}")
-                bad += 1
-                continue
-            proc = subprocess.run(
-                ["patch", "-p1", "--fuzz=0", "--no-backup-if-mismatch",
-                 "-i", str(p)], cwd=tree, text=True, check=False,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-            out = proc.stdout
-            if proc.returncode or re.search(r"offset|fuzz|FAILED|reject", out):
-                print(f"DOES NOT APPLY CLEANLY: {p.name}\n{out}")
-                bad += 1
-            else:
-                print(f"ok  {p.name}")
+        bad += apply_cleanly(tree, pin.series)
+
+    prs = read_pull_requests(pin)
+    for pr in prs:
+        if pr.base is None:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            tree = Path(tmp) / "tree"
+            extract_pristine(pin, tree)
+            on = "the pristine release" if pr.base == "pristine" else pr.base
+            print(f"pull request {pr.name} on {on}:")
+            bad += apply_cleanly(tree, pr_patches(prs, pr),
+                                 label=f" (pull request {pr.name})")
+    if test and not bad:
+        for pr in prs:
+            if pr.base is not None:
+                bad += build_and_test(
+                    pin, pr_patches(prs, pr), full=True,
+                    label=f"pull request {pr.name} ({pr.title})")
     return 1 if bad else 0
 
 
@@ -212,63 +294,74 @@ def rebase(pin: upstream.Pin, tree: Path, version: str, sha256: str,
     return 0
 
 
-def bisect(pin: upstream.Pin, full: bool) -> int:
-    """Build the fork with each prefix of the series and test it."""
+def need_test_modules() -> None:
     need = ["pytest", "numpy", "pytools", "platformdirs", "mako"]
     missing = [m for m in need if subprocess.run(
         [sys.executable, "-c", f"import {m}"], capture_output=True,
         check=False).returncode]
     if missing:
-        sys.exit(f"error: bisect tests with this Python, which lacks "
-                 f"{', '.join(missing)}; run it with the fork's virtual "
-                 "environment: .venv/bin/python tools/series.py bisect")
+        sys.exit(f"error: building and testing needs a Python with "
+                 f"{', '.join(missing)}; run this with the fork's virtual "
+                 "environment: .venv/bin/python tools/series.py ...")
+
+
+def build_and_test(pin: upstream.Pin, patches: list[Path], full: bool,
+                   label: str) -> int:
+    """Build the fork with *patches* in place of the series and run the
+    tests: upstream's whole suite (full), or the test files the last patch
+    touches plus test_wrapper.py. Returns 1 on failure."""
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Path(tmp) / "repo"
+        files = subprocess.run(["git", "ls-files", "-z"], cwd=pin.root,
+                               check=True, capture_output=True,
+                               text=True).stdout.split("\0")
+        for f in filter(None, files):
+            if (pin.root / f).exists():
+                (repo / f).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(pin.root / f, repo / f)
+        shutil.copy2(upstream.ensure_tarball(pin),
+                     repo / pin.tarball.relative_to(pin.root))
+        set_diff_files(upstream.read_pin(repo),
+                       [str(p.relative_to(pin.packagefiles)) for p in patches])
+        target = Path(tmp) / "target"
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+             "--disable-pip-version-check", "--target", str(target),
+             str(repo)], capture_output=True, text=True, check=False)
+        if proc.returncode:
+            print(f"BUILD FAILS: {label}:\n{proc.stdout[-2000:]}"
+                  f"{proc.stderr[-2000:]}")
+            return 1
+        tree = upstream.read_pin(repo).extracted
+        if full:
+            tests = [str(tree / "test")]
+        else:
+            touched = re.findall(r"^\+\+\+ b/(test/test_\S+\.py)$",
+                                 patches[-1].read_text(), flags=re.MULTILINE)
+            tests = sorted({str(tree / t) for t in
+                            [*touched, "test/test_wrapper.py"]})
+        env = dict(os.environ, PYTHONPATH=str(target))
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+             "--deselect", f"{tree}/test/test_array.py::test_xdg_cache_home",
+             *tests], cwd=tmp, env=env, capture_output=True, text=True,
+            check=False)
+        last = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
+        status = "ok  " if proc.returncode == 0 else "FAIL"
+        print(f"{status} {label}: {last}", flush=True)
+        if proc.returncode:
+            print(proc.stdout[-3000:])
+            return 1
+        return 0
+
+
+def bisect(pin: upstream.Pin, full: bool) -> int:
+    """Build the fork with each prefix of the series and test it."""
+    need_test_modules()
     bad = 0
     for k in range(1, len(pin.series) + 1):
-        patch = pin.series[k - 1]
-        with tempfile.TemporaryDirectory() as tmp:
-            repo = Path(tmp) / "repo"
-            files = subprocess.run(["git", "ls-files", "-z"], cwd=pin.root,
-                                   check=True, capture_output=True,
-                                   text=True).stdout.split("\0")
-            for f in filter(None, files):
-                if (pin.root / f).exists():
-                    (repo / f).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(pin.root / f, repo / f)
-            shutil.copy2(upstream.ensure_tarball(pin),
-                         repo / pin.tarball.relative_to(pin.root))
-            set_diff_files(upstream.read_pin(repo),
-                           [str(p.relative_to(pin.packagefiles))
-                            for p in pin.series[:k]])
-            target = Path(tmp) / "target"
-            proc = subprocess.run(
-                [sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                 "--disable-pip-version-check", "--target", str(target),
-                 str(repo)], capture_output=True, text=True, check=False)
-            if proc.returncode:
-                print(f"BUILD FAILS after {patch.name}:\n{proc.stdout[-2000:]}"
-                      f"{proc.stderr[-2000:]}")
-                bad += 1
-                continue
-            tree = upstream.read_pin(repo).extracted
-            if full:
-                tests = [str(tree / "test")]
-            else:
-                touched = re.findall(r"^\+\+\+ b/(test/test_\S+\.py)$",
-                                     patch.read_text(), flags=re.MULTILINE)
-                tests = sorted({str(tree / t) for t in
-                                [*touched, "test/test_wrapper.py"]})
-            env = dict(os.environ, PYTHONPATH=str(target))
-            proc = subprocess.run(
-                [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                 "--deselect", f"{tree}/test/test_array.py::test_xdg_cache_home",
-                 *tests], cwd=tmp, env=env, capture_output=True, text=True,
-                check=False)
-            last = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
-            status = "ok  " if proc.returncode == 0 else "FAIL"
-            print(f"{status} {patch.name}: {last}", flush=True)
-            if proc.returncode:
-                print(proc.stdout[-3000:])
-                bad += 1
+        bad += build_and_test(pin, pin.series[:k], full,
+                              label=f"after {pin.series[k - 1].name}")
     return 1 if bad else 0
 
 
@@ -285,6 +378,9 @@ def main() -> int:
                     help="rebase: re-pin and export after resolving conflicts")
     ap.add_argument("--full", action="store_true",
                     help="bisect: run upstream's whole suite for each prefix")
+    ap.add_argument("--test", action="store_true",
+                    help="check: also build each pull request on its base "
+                    "and run upstream's whole suite")
     args = ap.parse_intermixed_args()
     operands = list(args.operands)
     args.version = operands.pop(0) if args.action == "rebase" and operands else None
@@ -305,7 +401,9 @@ def main() -> int:
         elif args.action == "bisect":
             return bisect(pin, args.full)
         else:
-            return check(pin)
+            if args.test:
+                need_test_modules()
+            return check(pin, args.test)
     except upstream.FetchError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
