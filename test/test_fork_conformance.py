@@ -410,6 +410,26 @@ case("order-queue-then-arg-declared",
      DTYPES + "ret = knl(ctx, (16,), None, buf, 'x')")
 case("order-set_args-then-enqueue-queue",
      "knl.set_args(buf, 'x')\nret = cl.enqueue_nd_range_kernel(ctx, knl, (16,), None)")
+# found by reading the series as upstream's maintainer would
+case("order-size-then-pointer-arg-declared",
+     DTYPES + "ret = knl(q, ('x',), None, 3, 5)")
+case("order-size-then-value-declared",
+     DTYPES + "ret = knl(q, ('x',), None, buf, 'a')")
+case("order-size-then-noncontiguous",
+     "ret = knl(q, ('x',), None, buf, np.arange(4, dtype=np.int16)[::2])")
+case("noncontiguous-arg",
+     "ret = knl(q, (16,), None, buf, np.arange(4, dtype=np.int16)[::2])")
+for name, expr in [("tuple", "('x',) + (1,) * 10"), ("list", "['x'] + [1] * 10"),
+                   ("tuple-ok-entries", "(1,) * 11")]:
+    case(f"too-many-dims-bad-first-{name}", f"knl(q, {expr}, None, buf, {X})")
+for name, expr in [("2-byte", "'x' * 55 + '\\u00e9' + 'y' * 20"),
+                   ("3-byte", "'\\u20ac' * 80"),
+                   ("4-byte", "'x' * 56 + '\\U0001f600' * 10")]:
+    case(f"unicode-repr-{name}-work-size", f"knl(q, ({expr},), None, buf, {X})")
+    case(f"unicode-repr-{name}-wait_for",
+         f"knl(q, (16,), None, buf, {X}, wait_for=[{expr}])")
+    case(f"unicode-repr-{name}-declared",
+         DTYPES + f"ret = knl(q, (16,), None, buf, {expr})")
 
 # }}}
 

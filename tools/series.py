@@ -323,6 +323,13 @@ def build_and_test(pin: upstream.Pin, patches: list[Path], full: bool,
                      repo / pin.tarball.relative_to(pin.root))
         set_diff_files(upstream.read_pin(repo),
                        [str(p.relative_to(pin.packagefiles)) for p in patches])
+        if pin.series[0] not in patches:
+            # without the fork-only patch 0001, upstream's version.py
+            # refuses the local label +fork.N: build as the plain release
+            meson_build = repo / "meson.build"
+            meson_build.write_text(re.sub(
+                r"(version: '[^'+]*)\+fork\.\d+'", r"\1'",
+                meson_build.read_text()))
         target = Path(tmp) / "target"
         proc = subprocess.run(
             [sys.executable, "-m", "pip", "install", "-q", "--no-deps",
@@ -343,7 +350,9 @@ def build_and_test(pin: upstream.Pin, patches: list[Path], full: bool,
         env = dict(os.environ, PYTHONPATH=str(target))
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-             "--deselect", f"{tree}/test/test_array.py::test_xdg_cache_home",
+             # as the rootdir (tmp) names it; fails in this environment
+             "--deselect", f"{tree.relative_to(tmp)}/test/test_array.py"
+             "::test_xdg_cache_home",
              *tests], cwd=tmp, env=env, capture_output=True, text=True,
             check=False)
         last = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
