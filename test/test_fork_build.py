@@ -22,6 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
+import series  # noqa: E402
 import upstream  # noqa: E402
 
 
@@ -65,7 +66,46 @@ def test_pin_matches_project_version():
 def test_series_applies_without_fuzz_or_offset():
     proc = run([sys.executable, ROOT / "tools" / "series.py", "check"])
     assert proc.returncode == 0, proc.stdout
-    assert proc.stdout.count("ok  ") == len(PIN.diff_files) > 0
+    lines = proc.stdout.splitlines()
+    whole = [ln for ln in lines if ln.startswith("ok  ") and "(pull request" not in ln]
+    assert len(whole) == len(PIN.diff_files) > 0
+    # each pull request alone on its base: A and B on the pristine release,
+    # C on A; the fork-only patch in none
+    prs = series.read_pull_requests(PIN)
+    assert {pr.name: pr.base for pr in prs} == {
+        "fork-only": None, "A": "pristine", "B": "pristine", "C": "A"}
+    for pr in prs:
+        if pr.base is None:
+            continue
+        applied = [ln for ln in lines if ln.endswith(f"(pull request {pr.name})")]
+        assert len(applied) == len(series.pr_patches(prs, pr)), pr.name
+    assert "pull request A on the pristine release:" in lines
+    assert "pull request B on the pristine release:" in lines
+    assert "pull request C on A:" in lines
+
+
+def test_pull_requests_cover_the_series(tmp_path):
+    # every patch in exactly one pull request, each a consecutive run
+    prs = series.read_pull_requests(PIN)
+    names = [p.name for pr in prs for p in pr.patches]
+    assert names == [p.name for p in PIN.series]
+    assert [p.name[:4] for p in next(pr for pr in prs
+                                     if pr.name == "fork-only").patches] == ["0001"]
+
+    # a gap is refused with a message saying so
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "subprojects", repo / "subprojects",
+                    ignore=shutil.ignore_patterns("pyopencl-*"))
+    ini = repo / "subprojects" / "packagefiles" / series.PR_FILE
+    ini.write_text(ini.read_text().replace("patches = 0011\n", "patches = 0012\n"))
+    proc = subprocess.run(
+        [sys.executable, "-c",
+         ("import sys; sys.path.insert(0, sys.argv[1]); import series, upstream; "
+          "series.read_pull_requests(upstream.read_pin(upstream.Path(sys.argv[2])))"),
+         str(ROOT / "tools"), str(repo)],
+        capture_output=True, text=True, check=False)
+    assert proc.returncode != 0
+    assert "every patch of the series must be in exactly one section" in proc.stderr
 
 
 def test_every_patch_is_listed_in_order():
