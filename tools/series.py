@@ -351,8 +351,8 @@ def build_and_test(pin: upstream.Pin, patches: list[Path], full: bool,
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
              # as the rootdir (tmp) names it; fails in this environment
-             "--deselect", f"{tree.relative_to(tmp)}/test/test_array.py"
-             "::test_xdg_cache_home",
+             "--deselect",
+             f"{tree.relative_to(tmp)}/test/test_array.py::test_xdg_cache_home",
              *tests], cwd=tmp, env=env, capture_output=True, text=True,
             check=False)
         last = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
