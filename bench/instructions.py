@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
-"""Instructions per launch, counted by valgrind's callgrind.
+"""Instructions per launch or array operation, counted by valgrind's callgrind.
 
 Wall time on a small shared machine moves by tens of percent between runs;
-instruction counts do not. For each path of bench/launch_overhead.py this
-runs the path N1 and N2 times in separate processes under
-``valgrind --tool=callgrind`` (all threads, PoCL with one worker thread) and
+instruction counts do not. For each path of bench/launch_overhead.py (its
+launch paths and its array operations) this runs the path N1 and N2 times
+in separate processes under ``valgrind --tool=callgrind`` (all threads,
+PoCL with one worker thread) and
 prints (total(N2) - total(N1)) / (N2 - N1): start-up and clean-up cancel
 out, and a plain run before them fills the on-disk kernel caches, so that
-neither counted run compiles.
+neither counted run compiles. An array operation is also given as a ratio
+to the raw kept-kernel launch (kept_numpy) where both are counted.
 
     python bench/instructions.py                   # this interpreter's pyopencl
     python bench/instructions.py --python .venv-upstream/bin/python
     python bench/instructions.py kept_numpy c_event
+    python bench/instructions.py kept_numpy add fill sum
 
 Needs valgrind (Debian: apt-get install valgrind). Takes about 30 s a path.
 """
@@ -33,6 +36,7 @@ import launch_overhead as lo
 
 
 PATHS = [key for key, _label, _vs in lo.LAUNCH_PATHS]
+ARRAY_OPS = [key for key, _label in lo.ARRAY_OPS]
 
 
 def run_path(name: str, launches: int) -> None:
@@ -41,10 +45,12 @@ def run_path(name: str, launches: int) -> None:
     warnings.simplefilter("ignore")
     with tempfile.TemporaryDirectory() as tmp:
         setup = lo.launch_setup(Path(tmp))
-        if name not in setup.paths:
+        paths = (lo.array_setup(setup).paths if name in ARRAY_OPS
+                 else setup.paths)
+        if name not in paths:
             raise SystemExit(f"{name}: not measured here: "
                              + "; ".join(setup.notes))
-        run = setup.paths[name]
+        run = paths[name]
         run(20)
         run(launches)
 
@@ -86,7 +92,8 @@ def count(python: str, name: str, launches: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("paths", nargs="*", metavar="PATH",
-                    help=f"paths to count (default: all of {', '.join(PATHS)})")
+                    help=f"paths to count (default: all of "
+                    f"{', '.join(PATHS + ARRAY_OPS)})")
     ap.add_argument("--python", default=sys.executable,
                     help="the interpreter whose pyopencl is measured")
     ap.add_argument("--launches", default="1000,3000",
@@ -99,10 +106,10 @@ def main(argv: list[str] | None = None) -> int:
         run_path(args.run[0], int(args.run[1]))
         return 0
 
-    unknown = [p for p in args.paths if p not in PATHS]
+    unknown = [p for p in args.paths if p not in PATHS + ARRAY_OPS]
     if unknown:
         ap.error(f"unknown path(s) {', '.join(unknown)}; "
-                 f"known: {', '.join(PATHS)}")
+                 f"known: {', '.join(PATHS + ARRAY_OPS)}")
     try:
         n1, n2 = (int(x) for x in args.launches.split(","))
     except ValueError:
@@ -117,12 +124,17 @@ def main(argv: list[str] | None = None) -> int:
     version = subprocess.run(
         [args.python, "-c", "import pyopencl; print(pyopencl.VERSION_TEXT)"],
         capture_output=True, text=True, check=True).stdout.strip()
-    print(f"pyopencl {version} ({args.python}); instructions per launch")
-    for name in args.paths or PATHS:
+    print(f"pyopencl {version} ({args.python}); instructions per launch "
+          f"(array operations: per operation, ratio to {lo.ARRAY_VS})")
+    per_launch = {}
+    for name in args.paths or PATHS + ARRAY_OPS:
         warm_up(args.python, name)
-        per_launch = (count(args.python, name, n2)
-                      - count(args.python, name, n1)) / (n2 - n1)
-        print(f"  {name:22s} {per_launch / 1000:8.1f}k", flush=True)
+        per_launch[name] = (count(args.python, name, n2)
+                            - count(args.python, name, n1)) / (n2 - n1)
+        line = f"  {name:22s} {per_launch[name] / 1000:8.1f}k"
+        if name in ARRAY_OPS and lo.ARRAY_VS in per_launch:
+            line += f" {per_launch[name] / per_launch[lo.ARRAY_VS]:6.2f}x"
+        print(line, flush=True)
     return 0
 
 

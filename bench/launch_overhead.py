@@ -5,12 +5,19 @@ Every path launches the same 3-argument kernel (one buffer, two int32
 scalars) with a small global size, so that launch cost dominates. Each is
 reported in microseconds per launch (best of interleaved rounds, the queue
 drained inside the timing) and as a ratio to the matching C loop measured in
-the same run. The #830 workload, a bitonic sort with a swap-pairs kernel, runs
-in each dispatch style and is checked against numpy's sort.
+the same run. Array operations on 256-element float32 arrays
+(ElementwiseKernel, ``a + b``, ``a += b``, ``a * 2.0``, ``a.fill(0)``,
+``sum``, ReductionKernel, a scan, ``cumsum``) are timed in the same rounds,
+each as microseconds per operation and as a ratio to the raw kept-kernel
+launch, and checked against numpy. The #830 workload, a bitonic sort with a
+swap-pairs kernel, runs in each dispatch style and is checked against
+numpy's sort.
 
-By default the same measurements also run in a second virtual environment
-holding upstream's released wheel (made on first use), and one table shows
-both. Output: a table on stdout, a JSON file and a PNG bar chart.
+Each column is measured in a fresh subprocess of its own, started the same
+way: this environment's pyopencl and, by default, a second virtual
+environment holding upstream's released wheel (made on first use); one
+table shows both. Output: a table on stdout, a JSON file and a PNG bar
+chart.
 
 The device is the one PYOPENCL_CTX selects (PoCL, or the first device, by
 default).
@@ -72,6 +79,23 @@ SORT_STYLES = [
     ("set_args_enqueue", "set_args + enqueue_nd_range_kernel"),
 ]
 RETRIEVAL_PATHS = {"c_create", "retrieve_attr", "retrieve_get_kernel"}
+
+ARRAY_N = 256  # float32 elements of each array of the array operations
+# (key, label); each is compared with the raw kept-kernel launch ARRAY_VS
+# of its own column ("ratio") and of the fork's column of the same run
+# ("ratio_fork": the issue's targets are against the fork's raw launch)
+ARRAY_OPS = [
+    ("elementwise_call", "ElementwiseKernel call (a, b, c)"),
+    ("add", "c = a + b"),
+    ("iadd", "a += b"),
+    ("mul_scalar", "a * 2.0"),
+    ("fill", "a.fill(0)"),
+    ("sum", "cl.array.sum(a)"),
+    ("reduction_kernel", "ReductionKernel dot(a, b)"),
+    ("scan_kernel", "GenericScanKernel, inclusive sum"),
+    ("cumsum", "cl.array.cumsum(a)"),
+]
+ARRAY_VS = "kept_numpy"
 
 
 def sort_launches(n: int) -> list[int]:
@@ -259,7 +283,93 @@ def launch_setup(workdir: Path) -> SimpleNamespace:
 
     return SimpleNamespace(cl=cl, np=np, ctx=ctx, queue=queue, prg=prg,
                            new_kernel=new_kernel, c_loop=c_loop, ct=ct,
-                           paths=paths, notes=notes)
+                           paths=paths, notes=notes, py_loop=py_loop)
+
+
+def array_setup(setup: SimpleNamespace) -> SimpleNamespace:
+    """The array operations of ARRAY_OPS on *setup*'s queue, each as
+    ``run(count)`` as in launch_setup, on ARRAY_N-element float32 arrays
+    with the default allocator, as a user would write them. Kernels that
+    a user builds (ElementwiseKernel, ReductionKernel, GenericScanKernel)
+    are built once, here. ``check()`` runs each once more and compares
+    with numpy: {key: bool}. bench/instructions.py counts the same
+    operations."""
+    np, queue = setup.np, setup.queue
+    import pyopencl.array as cl_array
+    from pyopencl.elementwise import ElementwiseKernel
+    from pyopencl.reduction import ReductionKernel
+    from pyopencl.scan import GenericScanKernel
+
+    ctx = queue.context
+    rng = np.random.default_rng(1234)
+    ha = rng.random(ARRAY_N, dtype=np.float32)
+    hb = rng.random(ARRAY_N, dtype=np.float32)
+    a = cl_array.to_device(queue, ha)
+    b = cl_array.to_device(queue, hb)
+    c = cl_array.empty_like(a)
+    acc = cl_array.to_device(queue, ha)  # what a += b adds to
+    filled = cl_array.to_device(queue, ha)  # what a.fill(0) fills
+    scanned = cl_array.empty_like(a)
+
+    add_knl = ElementwiseKernel(ctx, "float *a, float *b, float *c",
+                                "c[i] = a[i] + b[i]", "bench_add")
+    dot_knl = ReductionKernel(
+        ctx, np.float32, neutral="0", reduce_expr="a+b",
+        map_expr="x[i]*y[i]",
+        arguments="__global const float *x, __global const float *y")
+    scan_knl = GenericScanKernel(
+        ctx, np.float32,
+        arguments="__global const float *ary, __global float *out",
+        input_expr="ary[i]", scan_expr="a+b", neutral="0",
+        output_statement="out[i] = item;")
+
+    def iadd():
+        nonlocal acc
+        acc += b
+
+    ops = {
+        "elementwise_call": lambda: add_knl(a, b, c),
+        "add": lambda: a + b,
+        "iadd": iadd,
+        "mul_scalar": lambda: a * 2.0,
+        "fill": lambda: filled.fill(0),
+        "sum": lambda: cl_array.sum(a),
+        "reduction_kernel": lambda: dot_knl(a, b),
+        "scan_kernel": lambda: scan_knl(a, scanned),
+        "cumsum": lambda: cl_array.cumsum(a),
+    }
+    assert list(ops) == [k for k, _ in ARRAY_OPS]
+
+    def check() -> dict[str, bool]:
+        ha64, hb64 = ha.astype(np.float64), hb.astype(np.float64)
+        acc.set(ha)
+        filled.set(ha)
+        c.fill(np.nan)
+        scanned.fill(np.nan)
+        add_knl(a, b, c)
+        got = {
+            "elementwise_call": (c.get(), ha + hb),
+            "add": ((a + b).get(), ha + hb),
+            "mul_scalar": ((a * 2.0).get(), ha * np.float32(2.0)),
+        }
+        iadd()
+        got["iadd"] = (acc.get(), ha + hb)
+        filled.fill(0)
+        got["fill"] = (filled.get(), np.zeros_like(ha))
+        exact = {k: bool(np.array_equal(x, y)) for k, (x, y) in got.items()}
+        scan_knl(a, scanned)
+        close = {
+            "sum": (cl_array.sum(a).get(), ha64.sum()),
+            "reduction_kernel": (dot_knl(a, b).get(), (ha64 * hb64).sum()),
+            "scan_kernel": (scanned.get(), np.cumsum(ha64)),
+            "cumsum": (cl_array.cumsum(a).get(), np.cumsum(ha64)),
+        }
+        exact.update({k: bool(np.allclose(x, y, rtol=1e-5))
+                      for k, (x, y) in close.items()})
+        return exact
+
+    return SimpleNamespace(
+        paths={k: setup.py_loop(op) for k, op in ops.items()}, check=check)
 
 
 def measure(launches: int, repeats: int, sort_sizes: list[int]) -> dict:
@@ -268,6 +378,7 @@ def measure(launches: int, repeats: int, sort_sizes: list[int]) -> dict:
     round, so a slow spell of a noisy machine hits all paths alike."""
     tmp = tempfile.TemporaryDirectory()
     setup = launch_setup(Path(tmp.name))
+    arrays = array_setup(setup)
     cl, np = setup.cl, setup.np
     ctx, queue, prg = setup.ctx, setup.queue, setup.prg
     new_kernel, c_loop, ct = setup.new_kernel, setup.c_loop, setup.ct
@@ -283,22 +394,35 @@ def measure(launches: int, repeats: int, sort_sizes: list[int]) -> dict:
         "repeats": repeats,
         "notes": setup.notes,
         "launch": {},
+        "array": {},
         "sort": {},
     }
 
-    retrieval_launches = max(launches // 10, 10)
-    best = dict.fromkeys(paths, float("inf"))
+    # the array operations take part in the same rounds as the launch paths
+    all_paths = {**paths, **arrays.paths}
+    counts = dict.fromkeys(all_paths, launches)
+    counts.update(dict.fromkeys(RETRIEVAL_PATHS, max(launches // 10, 10)))
+    counts.update(dict.fromkeys(arrays.paths, max(launches // 5, 10)))
+    best = dict.fromkeys(all_paths, float("inf"))
     with warnings.catch_warnings():
         # the point of 'retrieve_attr' is the repeated retrieval
         warnings.simplefilter("ignore")
-        for run in paths.values():
+        for run in all_paths.values():
             run(10)  # warm up caches
         for _ in range(repeats):
-            for key, run in paths.items():
-                count = retrieval_launches if key in RETRIEVAL_PATHS else launches
-                best[key] = min(best[key], run(count) / count)
+            for key, run in all_paths.items():
+                best[key] = min(best[key], run(counts[key]) / counts[key])
+        ok = arrays.check()
     for key, t in best.items():
-        result["launch"][key] = {"us": 1e6 * t}
+        if key in arrays.paths:
+            result["array"][key] = {"us": 1e6 * t, "ok": ok[key],
+                                    "ops": counts[key]}
+        else:
+            result["launch"][key] = {"us": 1e6 * t}
+    ref = result["launch"].get(ARRAY_VS)
+    for entry in result["array"].values():
+        entry["ratio"] = entry["us"] / ref["us"]
+        entry["vs"] = ARRAY_VS
     for key, _label, vs in LAUNCH_PATHS:
         entry = result["launch"].get(key)
         ref = result["launch"].get(vs)
@@ -403,13 +527,19 @@ def upstream_python(venv: Path) -> Path:
              ("import importlib.metadata as m, sys; "
               "sys.exit(m.version('pyopencl') != sys.argv[1])"), version]
     if py.exists() and subprocess.run(check, check=False).returncode == 0:
+        # the array operations need Mako, which the wheel does not require
+        has_mako = [str(py), "-c", "import mako"]
+        if subprocess.run(has_mako, check=False,
+                          capture_output=True).returncode != 0:
+            subprocess.run([str(py), "-m", "pip", "install", "-q",
+                            "--disable-pip-version-check", "mako"], check=True)
         return py
     print(f"making {venv} with upstream's pyopencl=={version} wheel",
           file=sys.stderr)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run([str(py), "-m", "pip", "install", "-q",
                     "--disable-pip-version-check", "--only-binary", "pyopencl",
-                    f"pyopencl=={version}"], check=True)
+                    f"pyopencl=={version}", "mako"], check=True)
     return py
 
 # }}}
@@ -447,6 +577,26 @@ def print_table(runs: dict[str, dict]) -> None:
           "clCreateKernel every launch, the others against the C loop with "
           "an event")
 
+    if any(runs[name].get("array") for name in names):
+        header = (f"{f'array operation, {ARRAY_N} float32 (µs, ratio)':46}")
+        ref_name = "fork" if "fork" in names else names[0]
+        for name in names:
+            header += f" | {name:>9} {'ratio':>7}"
+        print("\n" + header)
+        print("-" * len(header))
+        for key, label in ARRAY_OPS:
+            row = f"{label:46}"
+            wrong = False
+            for name in names:
+                e = runs[name].get("array", {}).get(key)
+                row += (f" | {fmt_us(e):>9} "
+                        f"{fmt_ratio(e and e.get('ratio_fork', e['ratio'])):>7}")
+                wrong = wrong or (e is not None and not e["ok"])
+            print(row + (" WRONG RESULT" if wrong else ""))
+        vs = {k: lbl for k, lbl, _ in LAUNCH_PATHS}[ARRAY_VS]
+        print(f"  ratios: against the raw launch '{vs}' of the {ref_name} "
+              "column of this run")
+
     for size in first["sort"]:
         launches = next(iter(first["sort"][size].values()))["launches"]
         header = f"{f'bitonic sort of {size} int32 ({launches} launches), µs':46}"
@@ -479,7 +629,11 @@ def plot(runs: dict[str, dict], path: Path) -> str | None:
         return "matplotlib not installed: no plot"
     keys = [k for k, _, _ in LAUNCH_PATHS if not k.startswith("c_")]
     labels = [label for k, label, _ in LAUNCH_PATHS if not k.startswith("c_")]
-    fig, ax = plt.subplots(figsize=(10, 5.5))
+    with_arrays = any(run.get("array") for run in runs.values())
+    fig, axes = plt.subplots(1, 2 if with_arrays else 1,
+                             figsize=(17 if with_arrays else 10, 5.5),
+                             squeeze=False)
+    ax = axes[0][0]
     width = 0.8 / len(runs)
     for i, (name, run) in enumerate(runs.items()):
         xs = [j + (i - (len(runs) - 1) / 2) * width for j in range(len(keys))]
@@ -496,6 +650,34 @@ def plot(runs: dict[str, dict], path: Path) -> str | None:
     ax.set_xticklabels(labels, rotation=20, ha="right", fontsize=8)
     ax.set_title(f"Kernel launch overhead on {first['device']}", fontsize=10)
     ax.legend(fontsize=8)
+    if with_arrays:
+        ax = axes[0][1]
+        keys = [k for k, _ in ARRAY_OPS]
+        for i, (name, run) in enumerate(runs.items()):
+            xs = [j + (i - (len(runs) - 1) / 2) * width
+                  for j in range(len(keys))]
+            ys = [run.get("array", {}).get(k, {}).get("us", float("nan"))
+                  for k in keys]
+            bars = ax.bar(xs, ys, width, label=f"{name} ({run['pyopencl']})")
+            ref = run["launch"].get(ARRAY_VS)
+            if ref is not None and (i == 0 or "fork" not in runs):
+                ax.axhline(ref["us"], color=bars.patches[0].get_facecolor(),
+                           ls=":", lw=1.5,
+                           label=f"{name}: raw kept-kernel launch")
+            for x, k in zip(xs, keys, strict=True):
+                e = run.get("array", {}).get(k)
+                if e is not None:
+                    ratio = e.get("ratio_fork", e["ratio"])
+                    ax.annotate(f"{ratio:.1f}x", (x, e["us"]),
+                                ha="center", va="bottom", fontsize=6)
+        ax.set_yscale("log")
+        ax.set_ylabel("µs per operation (log scale); labels: ratio to the "
+                      "fork's raw launch")
+        ax.set_xticks(range(len(keys)))
+        ax.set_xticklabels([lbl for _, lbl in ARRAY_OPS], rotation=20,
+                           ha="right", fontsize=8)
+        ax.set_title(f"Array operations, {ARRAY_N} float32", fontsize=10)
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return None
@@ -546,7 +728,12 @@ def main(argv: list[str] | None = None) -> int:
             measure(args.launches, args.repeats, sizes)))
         return 0
 
-    runs = {"fork": measure(args.launches, args.repeats, sizes)}
+    # Each column is measured in a fresh process of its own, started the
+    # same way. (The fork's column used to run in this process, first, and
+    # its C loop came out 1.3-1.7x slower than upstream's on a 2-core VM:
+    # the first process measured after start-up is slow there; see
+    # README.md, "The benchmark".)
+    envs = {"fork": (Path(sys.executable), None)}
     if not args.no_upstream:
         env = None
         if args.upstream_path is not None:
@@ -558,14 +745,22 @@ def main(argv: list[str] | None = None) -> int:
                 [str(args.upstream_path.resolve()), *others]))
         else:
             py = upstream_python(args.upstream_venv)
+        envs["upstream"] = (py, env)
+    runs = {}
+    for name, (py, env) in envs.items():
         with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "upstream.json"
+            out = Path(tmp) / f"{name}.json"
             cmd = [str(py), str(Path(__file__).resolve()), "--measure-only",
                    str(out), "--launches", str(args.launches),
                    "--repeats", str(args.repeats),
                    "--sort-sizes", ",".join(map(str, sizes))]
             subprocess.run(cmd, check=True, cwd=tmp, env=env)
-            runs["upstream"] = json.loads(out.read_text())
+            runs[name] = json.loads(out.read_text())
+    fork_ref = runs.get("fork", {}).get("launch", {}).get(ARRAY_VS)
+    if fork_ref is not None:
+        for run in runs.values():
+            for entry in run["array"].values():
+                entry["ratio_fork"] = entry["us"] / fork_ref["us"]
 
     print_table(runs)
     args.out.mkdir(parents=True, exist_ok=True)

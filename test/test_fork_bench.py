@@ -28,6 +28,9 @@ def run_bench(out: Path, *extra: str) -> dict:
         env={k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "per launch" in proc.stdout
+    assert "array operation, 256 float32" in proc.stdout
+    for _key, label in lo.ARRAY_OPS:
+        assert label in proc.stdout
     assert "WRONG RESULT" not in proc.stdout
     return json.loads((out / "launch_overhead.json").read_text())["runs"]
 
@@ -39,6 +42,15 @@ def check_run(run: dict) -> None:
         assert entry["us"] > 0
         assert entry["vs"] == vs
         assert entry["ratio"] > 0
+    assert list(run["array"]) == [k for k, _ in lo.ARRAY_OPS]
+    for key, _label in lo.ARRAY_OPS:
+        entry = run["array"][key]
+        assert entry["ok"], key
+        assert entry["us"] > 0
+        assert entry["ops"] > 0
+        assert entry["vs"] == lo.ARRAY_VS
+        assert entry["ratio"] > 0
+        assert entry["ratio_fork"] > 0
     for size in ["1024", "4096"]:
         styles = run["sort"][size]
         assert set(styles) == {k for k, _ in lo.SORT_STYLES}
@@ -88,6 +100,20 @@ def test_instruction_counts():
                            ("c_event", "kept_numpy"))
     # a launch costs something, and Python adds to the C loop's cost
     assert 0 < c_event < kept_numpy
+
+
+def test_instruction_counts_array_operation():
+    # the array operations are counted too, with their ratio to kept_numpy
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "instructions.py"),
+         "--launches", "100,300", "kept_numpy", "add"],
+        capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines()[1:]]
+    assert [r[0] for r in rows] == ["kept_numpy", "add"]
+    kept, add = (float(r[1].rstrip("k")) for r in rows)
+    assert 0 < kept < add
+    assert rows[1][2].endswith("x")
 
 
 def test_instruction_counts_bad_input():

@@ -73,7 +73,7 @@ def test_series_applies_without_fuzz_or_offset():
     # C on A; the fork-only patch in none
     prs = series.read_pull_requests(PIN)
     assert {pr.name: pr.base for pr in prs} == {
-        "fork-only": None, "A": "pristine", "B": "pristine", "C": "A"}
+        "fork-only": None, "A": "pristine", "B": "pristine", "C": "A", "D": "C"}
     for pr in prs:
         if pr.base is None:
             continue
@@ -82,6 +82,7 @@ def test_series_applies_without_fuzz_or_offset():
     assert "pull request A on the pristine release:" in lines
     assert "pull request B on the pristine release:" in lines
     assert "pull request C on A:" in lines
+    assert "pull request D on C:" in lines
 
 
 def test_pull_requests_cover_the_series(tmp_path):
