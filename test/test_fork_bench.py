@@ -87,33 +87,34 @@ def test_quick_benchmark_beside_upstream(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_instruction_counts():
-    # bench/instructions.py: callgrind counts per launch, a few launches only
+def _instruction_counts(launches: str, *paths: str) -> dict[str, list[str]]:
+    # bench/instructions.py: per path its row (count, ratio), in the order asked
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "instructions.py"),
-         "--launches", "300,900", "c_event", "kept_numpy"],
-        capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    counts = dict(line.split() for line in proc.stdout.splitlines()[1:])
-    assert set(counts) == {"c_event", "kept_numpy"}
-    c_event, kept_numpy = (float(counts[k].rstrip("k")) for k in
-                           ("c_event", "kept_numpy"))
-    # a launch costs something, and Python adds to the C loop's cost
-    assert 0 < c_event < kept_numpy
-
-
-def test_instruction_counts_array_operation():
-    # the array operations are counted too, with their ratio to kept_numpy
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "instructions.py"),
-         "--launches", "100,300", "kept_numpy", "add"],
+         "--launches", launches, *paths],
         capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = [line.split() for line in proc.stdout.splitlines()[1:]]
-    assert [r[0] for r in rows] == ["kept_numpy", "add"]
-    kept, add = (float(r[1].rstrip("k")) for r in rows)
-    assert 0 < kept < add
-    assert rows[1][2].endswith("x")
+    assert [r[0] for r in rows] == list(paths)
+    return {r[0]: r[1:] for r in rows}
+
+
+def _thousands(row: list[str]) -> float:
+    return float(row[0].rstrip("k"))
+
+
+def test_instruction_counts():
+    # per launch, a few launches only: a launch costs something, and Python
+    # adds to the C loop's cost
+    rows = _instruction_counts("300,900", "c_event", "kept_numpy")
+    assert 0 < _thousands(rows["c_event"]) < _thousands(rows["kept_numpy"])
+
+
+def test_instruction_counts_array_operation():
+    # the array operations are counted too
+    rows = _instruction_counts("100,300", "kept_numpy", "add")
+    assert 0 < _thousands(rows["kept_numpy"]) < _thousands(rows["add"])
+    assert rows["add"][1].endswith("x")  # its ratio to kept_numpy
 
 
 def test_instruction_counts_bad_input():
