@@ -757,6 +757,13 @@ case("event-queue", f"e = {LAUNCH}\nextra = bytes([e.command_queue == q])")
 case("event-profiling",
      f"e = knl(q_prof, (16,), None, buf, {X})\ne.wait()\n"
      "extra = bytes([e.profile.end >= e.profile.start > 0])")
+for name, events in [("ok", f"[{LAUNCH}]"), ("empty", "[]"), ("int", "[3]"),
+                     ("event-then-str", f"[{LAUNCH}, 'x']"), ("none", "None"),
+                     ("event", LAUNCH), ("generator", f"({LAUNCH} for _ in '1')")]:
+    case(f"wait_for_events-{name}", f"cl.wait_for_events({events})")
+case("enqueue_marker-wait_for-int", "ret = cl.enqueue_marker(q, wait_for=[3])")
+case("enqueue_copy-wait_for-int",
+     "ret = cl.enqueue_copy(q, buf, np.zeros(16, np.int32), wait_for=[3])")
 
 # }}}
 
