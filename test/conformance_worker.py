@@ -84,6 +84,14 @@ __kernel void k0(void)
 {{
 }}
 
+// an array with offset (VectorArg(..., with_offset=True)) and one without
+__kernel void ko(__global int *out, long off, __global const int *src, int x)
+{{
+    __global int *o = (__global int *) ((__global char *) out + off);
+    size_t i = IDX;
+    if (i < N - off / 4) o[i] = (src ? src[i] : 1000) + x + (int) i;
+}}
+
 __kernel void k5(__global int *out, char a, short b, long c, double d)
 {{
     size_t i = IDX;
@@ -116,7 +124,7 @@ __kernel void kt(__global T *out, T x MORE)
 """
 
 # names a case may use that are made only when its text mentions them
-_LAZY = re.compile(r"\b(prg|knl|kp|kl|k0|k5|K|evt|ctx2|q2|svm|svm_ary)\b")
+_LAZY = re.compile(r"\b(prg|knl|kp|kl|k0|k5|ko|K|evt|ctx2|q2|svm|svm_ary)\b")
 
 
 def _class_names(exc: BaseException) -> list[str]:
@@ -189,13 +197,13 @@ class Worker:
                               hostbuf=self.fill2),
         }
         used = set(_LAZY.findall(text))
-        if used & {"prg", "knl", "kp", "kl", "k0", "k5", "K"}:
+        if used & {"prg", "knl", "kp", "kl", "k0", "k5", "ko", "K"}:
             # a fresh program, so that no case sees what an earlier one left
             # in a program (the fork keeps invokers per program)
             prg = cl.Program(ctx, ctx.devices, self.binaries).build()
             ns["prg"] = prg
             ns["K"] = lambda name: cl.Kernel(prg, name)
-            for name in ("knl", "kp", "kl", "k0", "k5"):
+            for name in ("knl", "kp", "kl", "k0", "k5", "ko"):
                 if name in used:
                     ns[name] = cl.Kernel(prg, "k" if name == "knl" else name)
         if "evt" in used:
