@@ -64,8 +64,6 @@ class Case:
     fork_only: tuple[str, ...] | None = None
     # a capability of the device the case needs ("svm", "ooo")
     needs: str | None = None
-    # a mismatch known and not yet fixed: why (the case xfails on it)
-    known: str | None = None
 
     def descriptor(self) -> dict:
         return {"id": self.id, "setup": self.setup, "code": self.code}
@@ -76,9 +74,9 @@ CASES: list[Case] = []
 
 def case(id: str, code: str, setup: str = "", *,
          fork_only: tuple[str, ...] | None = None,
-         needs: str | None = None, known: str | None = None) -> None:
+         needs: str | None = None) -> None:
     assert id not in {c.id for c in CASES}, id
-    CASES.append(Case(id, code, setup, fork_only, needs, known))
+    CASES.append(Case(id, code, setup, fork_only, needs))
 
 
 X = "np.int32(5)"  # the int argument of kernel k(__global int *out, int x)
@@ -834,10 +832,7 @@ for name, decl, code in [
          ("class D4(Duck):\n    @property\n    def flags(self):\n"
           "        raise KeyError('flags')\nret = ko(q, (16,), None, D4(), None, 5)")),
         ]:
-    case(f"arrays-{name}", decl + code, ARRAYS, known=(
-        "issue 12 note: with declared array arguments, the fork checks the "
-        "launch's queue before the generated invoker's array-queue assert"
-        if name == "launch-queue-int" else None))
+    case(f"arrays-{name}", decl + code, ARRAYS)
 
 # }}}
 
@@ -1297,8 +1292,6 @@ def test_case(conformance, c):
     detail = (f"{reason}\n  code: {c.code!r}\n  setup: {c.setup!r}\n"
               f"  upstream: {describe(o['upstream'])}\n"
               f"  fork:     {describe(o['fork'])}")
-    if verdict == MISMATCH and c.known is not None:
-        pytest.xfail(f"known: {c.known}\n{detail}")
     assert verdict not in (CRASH, MISMATCH, ERROR), detail
     if verdict == FORK_HALF:
         pytest.skip("fork half passed; comparison skipped: "
