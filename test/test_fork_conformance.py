@@ -816,6 +816,24 @@ for name, decl, code in [
         ("g_times_l-int", DECL1,
          "ret = ko(q, (16,), None, ary, None, 5, g_times_l=2)"),
         ("too-few", DECL1, "ret = ko(q, (16,), None, ary, None)"),
+        # launch parameters that are iterators: read once, by the checks and
+        # by the generated invoker alike
+        ("size-iterator", DECL1, "ret = ko(q, iter((16,)), None, ary, None, 5)"),
+        ("local-size-generator", DECL1,
+         "ret = ko(q, (16,), (x for x in (4,)), ary, None, 5)"),
+        ("offset-iterator", DECL1,
+         "ret = ko(q, (8,), None, ary, None, 5, global_offset=iter((4,)))"),
+        ("wait_for-iterator-user-event", DECL1,
+         ("import time\nue = cl.UserEvent(ctx)\n"
+          "e = ko(q, (16,), None, ary, None, 5, wait_for=iter([ue]))\n"
+          "q.flush()\ntime.sleep(0.1)\nextra = bytes([e.command_execution_status\n"
+          "              == cl.command_execution_status.COMPLETE])\n"
+          "ue.set_status(cl.command_execution_status.COMPLETE)\ne.wait()")),
+        ("events-int-and-local-size-mismatch", DECL1,
+         "ary.events.append(3)\nret = ko(q, (16,), (4, 4), ary, None, 5)"),
+        ("events-int-and-offset-mismatch", DECL1,
+         ("ary.events.append(3)\nret = ko(q, (16,), None, ary, None, 5, "
+          "global_offset=(0, 0))")),
         ("duck", DECL1, "ret = ko(q, (16,), None, Duck(), buf2, 5)"),
         ("duck-offset-str", DECL1,
          "d = Duck()\nd.offset = 'x'\nret = ko(q, (16,), None, d, None, 5)"),
