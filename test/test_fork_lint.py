@@ -29,6 +29,11 @@ def trees(tmp_path_factory):
     patched = PIN.extracted
     if not (patched / "pyopencl").is_dir():
         pytest.skip(f"{patched} not there: build the fork first")
+    stamp = patched / upstream.STAMP_NAME
+    if (not stamp.exists()
+            or stamp.read_text().strip() != upstream.series_stamp(PIN)):
+        pytest.skip(f"{patched} was built from another patch series: "
+                    "build the fork again (it would lint a stale tree)")
     pristine = tmp_path_factory.mktemp("pristine") / "tree"
     series.extract_pristine(PIN, pristine)
     changed = []
