@@ -7,7 +7,9 @@ reported in microseconds per launch (best of interleaved rounds, the queue
 drained inside the timing) and as a ratio to the matching C loop measured in
 the same run. Array operations on 256-element float32 arrays
 (ElementwiseKernel, ``a + b``, ``a += b``, ``a * 2.0``, ``a.fill(0)``,
-``sum``, ReductionKernel, a scan, ``cumsum``) are timed in the same rounds,
+``a.fill(0)`` with its event dropped, to show what ``Array.add_event``'s
+bookkeeping costs, ``sum``, ReductionKernel, a scan, ``cumsum``) are timed
+in the same rounds,
 each as microseconds per operation and as a ratio to the raw kept-kernel
 launch, and checked against numpy. The #830 workload, a bitonic sort with a
 swap-pairs kernel, runs in each dispatch style and is checked against
@@ -91,6 +93,7 @@ ARRAY_OPS = [
     ("iadd", "a += b"),
     ("mul_scalar", "a * 2.0"),
     ("fill", "a.fill(0)"),
+    ("fill_unkept", "a.fill(0); a.events.clear()"),
     ("sum", "cl.array.sum(a)"),
     ("reduction_kernel", "ReductionKernel dot(a, b)"),
     ("scan_kernel", "GenericScanKernel, inclusive sum"),
@@ -313,6 +316,7 @@ def array_setup(setup: SimpleNamespace) -> SimpleNamespace:
     c = cl_array.empty_like(a)
     acc = cl_array.to_device(queue, ha)  # what a += b adds to
     filled = cl_array.to_device(queue, ha)  # what a.fill(0) fills
+    unkept = cl_array.to_device(queue, ha)
     scanned = cl_array.empty_like(a)
     from pyopencl.tools import ImmediateAllocator, MemoryPool
     pool = MemoryPool(ImmediateAllocator(queue))
@@ -335,6 +339,14 @@ def array_setup(setup: SimpleNamespace) -> SimpleNamespace:
         nonlocal acc
         acc += b
 
+    def fill_unkept():
+        # what a.fill(0) costs without the bookkeeping of Array.add_event,
+        # which keeps the last 12 events of an array and waits for the
+        # oldest 4 of them every fourth call (not a pattern to use: an array
+        # whose events are dropped is no longer waited for on another queue)
+        unkept.fill(0)
+        unkept.events.clear()
+
     ops = {
         "elementwise_call": lambda: add_knl(a, b, c),
         "add": lambda: a + b,
@@ -342,6 +354,7 @@ def array_setup(setup: SimpleNamespace) -> SimpleNamespace:
         "iadd": iadd,
         "mul_scalar": lambda: a * 2.0,
         "fill": lambda: filled.fill(0),
+        "fill_unkept": fill_unkept,
         "sum": lambda: cl_array.sum(a),
         "reduction_kernel": lambda: dot_knl(a, b),
         "scan_kernel": lambda: scan_knl(a, scanned),
@@ -366,6 +379,9 @@ def array_setup(setup: SimpleNamespace) -> SimpleNamespace:
         got["iadd"] = (acc.get(), ha + hb)
         filled.fill(0)
         got["fill"] = (filled.get(), np.zeros_like(ha))
+        unkept.set(ha)
+        fill_unkept()
+        got["fill_unkept"] = (unkept.get(), np.zeros_like(ha))
         exact = {k: bool(np.array_equal(x, y)) for k, (x, y) in got.items()}
         scan_knl(a, scanned)
         close = {
