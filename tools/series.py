@@ -168,7 +168,7 @@ class PullRequest:
     name: str
     title: str
     patches: list[Path]
-    base: str | None  # None: fork-only; "pristine" or another pull request
+    base: str | None  # None: fork-only; "pristine" or other pull requests
 
 
 def read_pull_requests(pin: upstream.Pin) -> list[PullRequest]:
@@ -190,8 +190,9 @@ def read_pull_requests(pin: upstream.Pin) -> list[PullRequest]:
             sys.exit(f"error: {ini}: [{name}] names patches that are not in "
                      f"the series: {', '.join(missing)}")
         base = sec.get("base") if name != "fork-only" else None
-        if base is not None and base != "pristine" and base not in cp:
-            sys.exit(f"error: {ini}: [{name}] has an unknown base {base!r}")
+        for b in (base or "").split():
+            if b != "pristine" and b not in cp:
+                sys.exit(f"error: {ini}: [{name}] has an unknown base {b!r}")
         prs.append(PullRequest(name, sec.get("title", name),
                                [by_number[n] for n in numbers], base))
         seen += numbers
@@ -203,11 +204,13 @@ def read_pull_requests(pin: upstream.Pin) -> list[PullRequest]:
 
 
 def pr_patches(prs: list[PullRequest], pr: PullRequest) -> list[Path]:
-    """The patches of *pr* on top of those of its bases."""
+    """The patches of *pr* on top of those of its bases (in series order)."""
     by_name = {p.name: p for p in prs}
-    base = [] if pr.base in (None, "pristine") else pr_patches(
-        prs, by_name[pr.base])
-    return base + pr.patches
+    patches = set(pr.patches)
+    for b in (pr.base or "").split():
+        if b != "pristine":
+            patches.update(pr_patches(prs, by_name[b]))
+    return sorted(patches, key=lambda p: p.name)
 
 
 def check(pin: upstream.Pin, test: bool = False) -> int:
