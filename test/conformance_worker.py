@@ -15,13 +15,16 @@ queues and answers one of::
 
     {"ok": true, "result": "<hex of the result buffers>", "ret": "<type>"}
     {"ok": false, "exc": ["<module.qualname>" for each class of the MRO],
-     "msg": "<str(e)[:300]>", "enqueued": <bool>}
+     "msg": "<str(e)[:300]>", "msg_key": "<str(e), memory addresses as 0x?>",
+     "result": "<hex of the result buffers>", "enqueued": <bool>}
     {"setup_error": "..."}
 
 *enqueued* says whether the result buffers changed between the snapshot and
 the end of a failing case: an argument error should come before anything is
-enqueued. *code* that is one expression is evaluated, and the type of its
-value is *ret*; otherwise *ret* is the type of the variable ``ret``.
+enqueued; *result* is what they hold then (a failing case may enqueue
+something before its error, as upstream may). *code* that is one
+expression is evaluated, and the type of its value is *ret*; otherwise
+*ret* is the type of the variable ``ret``.
 
 Everything else the process prints goes to stderr: stdout is the protocol.
 Nothing here is upstream PyOpenCL code; it only calls its public API.
@@ -92,6 +95,14 @@ __kernel void ko(__global int *out, long off, __global const int *src, int x)
     if (i < N - off / 4) o[i] = (src ? src[i] : 1000) + x + (int) i;
 }}
 
+// two int arguments; order-dependent, so that launches that run out of order
+// or twice show
+__kernel void k2(__global int *out, int x, int y)
+{{
+    size_t i = IDX;
+    if (i < N) out[i] = (int) ((uint) out[i] * 3u + (uint) x + (uint) y * (uint) i);
+}}
+
 __kernel void k5(__global int *out, char a, short b, long c, double d)
 {{
     size_t i = IDX;
@@ -124,7 +135,7 @@ __kernel void kt(__global T *out, T x MORE)
 """
 
 # names a case may use that are made only when its text mentions them
-_LAZY = re.compile(r"\b(prg|knl|kp|kl|k0|k5|ko|K|evt|ctx2|q2|svm|svm_ary)\b")
+_LAZY = re.compile(r"\b(prg|knl|kp|kl|k0|k2|k5|ko|K|evt|ctx2|q2|svm|svm_ary)\b")
 
 
 def _class_names(exc: BaseException) -> list[str]:
@@ -138,6 +149,25 @@ def _message(exc: BaseException) -> str:
         return f"<str() failed: {type(e).__name__}>"
 
 
+# a memory address in a message (an object's repr): the only part of a
+# message that may differ between the two interpreters, besides where each
+# has its pyopencl installed (a build log's "-I .../pyopencl/cl")
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+_PACKAGE_DIR: list[str] = []
+
+
+def _message_key(exc: BaseException) -> str:
+    """The whole message, memory addresses and this interpreter's pyopencl
+    directory replaced, for comparing."""
+    try:
+        text = str(exc)
+    except Exception as e:
+        return f"<str() failed: {type(e).__name__}>"
+    for d in _PACKAGE_DIR:
+        text = text.replace(d, "<pyopencl>")
+    return _ADDRESS.sub("0x?", text)[:20000]
+
+
 class Worker:
     def __init__(self) -> None:
         warnings.simplefilter("ignore")
@@ -147,6 +177,7 @@ class Worker:
 
         self.np = np
         self.cl = cl
+        _PACKAGE_DIR[:] = [os.path.dirname(os.path.abspath(cl.__file__))]
         self.ctx = ctx = cl.create_some_context(interactive=False)
         self.dev = dev = ctx.devices[0]
         self.q = cl.CommandQueue(ctx)
@@ -197,13 +228,13 @@ class Worker:
                               hostbuf=self.fill2),
         }
         used = set(_LAZY.findall(text))
-        if used & {"prg", "knl", "kp", "kl", "k0", "k5", "ko", "K"}:
+        if used & {"prg", "knl", "kp", "kl", "k0", "k2", "k5", "ko", "K"}:
             # a fresh program, so that no case sees what an earlier one left
             # in a program (the fork keeps invokers per program)
             prg = cl.Program(ctx, ctx.devices, self.binaries).build()
             ns["prg"] = prg
             ns["K"] = lambda name: cl.Kernel(prg, name)
-            for name in ("knl", "kp", "kl", "k0", "k5", "ko"):
+            for name in ("knl", "kp", "kl", "k0", "k2", "k5", "ko"):
                 if name in used:
                     ns[name] = cl.Kernel(prg, "k" if name == "knl" else name)
         if "evt" in used:
@@ -268,6 +299,7 @@ class Worker:
         except Exception as e:
             after = self.read_back(ns)
             return {"ok": False, "exc": _class_names(e), "msg": _message(e),
+                    "msg_key": _message_key(e), "result": after,
                     "enqueued": after != before}
         ret = type(value)
         return {"ok": True, "result": self.read_back(ns),
