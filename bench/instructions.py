@@ -3,19 +3,21 @@
 
 Wall time on a small shared machine moves by tens of percent between runs;
 instruction counts do not. For each path of bench/launch_overhead.py (its
-launch paths and its array operations) this runs the path N1 and N2 times
-in separate processes under ``valgrind --tool=callgrind`` (all threads,
-PoCL with one worker thread) and
+launch paths, its array operations and its real-client operations, reikna's)
+this runs the path N1 and N2 times in separate processes under
+``valgrind --tool=callgrind`` (all threads, PoCL with one worker thread) and
 prints (total(N2) - total(N1)) / (N2 - N1): start-up and clean-up cancel
 out, and a plain run before them fills the on-disk kernel caches, so that
 neither counted run compiles. An array operation is also given as a ratio
-to the raw kept-kernel launch (kept_numpy) where both are counted.
+to the raw kept-kernel launch (kept_numpy) where both are counted, and
+so is a real-client operation.
 
     python bench/instructions.py                   # this interpreter's pyopencl
     python bench/instructions.py --python .venv-upstream/bin/python
     python bench/instructions.py kept_numpy c_event
     python bench/instructions.py kept_numpy add fill sum
     python bench/instructions.py --main-thread elementwise_call add
+    python bench/instructions.py --main-thread reikna_matmul32
 
 --main-thread counts the Python thread only. On PoCL the kernel runs on
 a worker thread, whose count moves by thousands of instructions between
@@ -43,6 +45,8 @@ import launch_overhead as lo
 
 PATHS = [key for key, _label, _vs in lo.LAUNCH_PATHS]
 ARRAY_OPS = [key for key, _label in lo.ARRAY_OPS]
+REIKNA_OPS = [key for key, _label in lo.REIKNA_OPS]
+ALL = PATHS + ARRAY_OPS + REIKNA_OPS
 
 
 def run_path(name: str, launches: int) -> None:
@@ -52,6 +56,7 @@ def run_path(name: str, launches: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         setup = lo.launch_setup(Path(tmp))
         paths = (lo.array_setup(setup).paths if name in ARRAY_OPS
+                 else lo.reikna_setup(setup).paths if name in REIKNA_OPS
                  else setup.paths)
         if name not in paths:
             raise SystemExit(f"{name}: not measured here: "
@@ -103,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("paths", nargs="*", metavar="PATH",
                     help=f"paths to count (default: all of "
-                    f"{', '.join(PATHS + ARRAY_OPS)})")
+                    f"{', '.join(ALL)})")
     ap.add_argument("--python", default=sys.executable,
                     help="the interpreter whose pyopencl is measured")
     ap.add_argument("--launches", default="1000,3000",
@@ -118,10 +123,10 @@ def main(argv: list[str] | None = None) -> int:
         run_path(args.run[0], int(args.run[1]))
         return 0
 
-    unknown = [p for p in args.paths if p not in PATHS + ARRAY_OPS]
+    unknown = [p for p in args.paths if p not in ALL]
     if unknown:
         ap.error(f"unknown path(s) {', '.join(unknown)}; "
-                 f"known: {', '.join(PATHS + ARRAY_OPS)}")
+                 f"known: {', '.join(ALL)}")
     try:
         n1, n2 = (int(x) for x in args.launches.split(","))
     except ValueError:
@@ -140,13 +145,13 @@ def main(argv: list[str] | None = None) -> int:
           f"(array operations: per operation, ratio to {lo.ARRAY_VS})"
           + ("; Python thread only" if args.main_thread else ""))
     per_launch = {}
-    for name in args.paths or PATHS + ARRAY_OPS:
+    for name in args.paths or ALL:
         warm_up(args.python, name)
         per_launch[name] = (
             count(args.python, name, n2, args.main_thread)
             - count(args.python, name, n1, args.main_thread)) / (n2 - n1)
         line = f"  {name:22s} {per_launch[name] / 1000:8.1f}k"
-        if name in ARRAY_OPS and lo.ARRAY_VS in per_launch:
+        if name not in PATHS and lo.ARRAY_VS in per_launch:
             line += f" {per_launch[name] / per_launch[lo.ARRAY_VS]:6.2f}x"
         print(line, flush=True)
     return 0

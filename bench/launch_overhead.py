@@ -11,9 +11,12 @@ the same run. Array operations on 256-element float32 arrays
 bookkeeping costs, ``sum``, ReductionKernel, a scan, ``cumsum``) are timed
 in the same rounds,
 each as microseconds per operation and as a ratio to the raw kept-kernel
-launch, and checked against numpy. The #830 workload, a bitonic sort with a
-swap-pairs kernel, runs in each dispatch style and is checked against
-numpy's sort.
+launch, and checked against numpy; so are three operations of a real
+client, reikna 0.9 (two FFTs and a matrix product, built once, which
+launch kept kernels as ``kernel(queue, global_size, local_size, *args)``),
+shown beside upstream's as a ratio fork/upstream. The #830 workload, a
+bitonic sort with a swap-pairs kernel, runs in each dispatch style and is
+checked against numpy's sort.
 
 Each column is measured in a fresh subprocess of its own, started the same
 way: this environment's pyopencl and, by default, a second virtual
@@ -100,6 +103,14 @@ ARRAY_OPS = [
     ("cumsum", "cl.array.cumsum(a)"),
 ]
 ARRAY_VS = "kept_numpy"
+
+# (key, label): a real client's operations, built once, timed as ARRAY_OPS
+REIKNA_REQ = "reikna==0.9.0"
+REIKNA_OPS = [
+    ("reikna_fft256", "FFT, 256 complex64"),
+    ("reikna_fft64x64", "FFT, 64x64 complex64"),
+    ("reikna_matmul32", "MatrixMul, 32x32 float32"),
+]
 
 
 def sort_launches(n: int) -> list[int]:
@@ -398,6 +409,53 @@ def array_setup(setup: SimpleNamespace) -> SimpleNamespace:
         paths={k: setup.py_loop(op) for k, op in ops.items()}, check=check)
 
 
+def reikna_setup(setup: SimpleNamespace) -> SimpleNamespace:
+    """The operations of REIKNA_OPS on *setup*'s queue, as array_setup's,
+    each compiled once with reikna's OpenCL API; no paths (and a note) where
+    reikna is not installed. bench/instructions.py counts the same
+    operations."""
+    np, queue = setup.np, setup.queue
+    try:
+        from reikna.cluda import ocl_api
+        from reikna.fft import FFT
+        from reikna.linalg import MatrixMul
+    except ImportError:
+        setup.notes.append("reikna not installed: no real-client rows")
+        return SimpleNamespace(paths={}, check=dict)
+
+    thr = ocl_api().Thread(queue)
+    rng = np.random.default_rng(1234)
+    ops, expected = {}, {}
+    for key, shape in [("reikna_fft256", (256,)),
+                       ("reikna_fft64x64", (64, 64))]:
+        h = (rng.random(shape) + 1j * rng.random(shape)).astype(np.complex64)
+        x = thr.to_device(h)
+        y = thr.empty_like(x)
+        fft = FFT(x).compile(thr)
+        ops[key] = lambda fft=fft, x=x, y=y: fft(y, x)
+        expected[key] = (y, np.fft.fftn(h))
+    ha = rng.random((32, 32), dtype=np.float32)
+    hb = rng.random((32, 32), dtype=np.float32)
+    a, b = thr.to_device(ha), thr.to_device(hb)
+    c = thr.empty_like(a)
+    matmul = MatrixMul(a, b, out_arr=c).compile(thr)
+    ops["reikna_matmul32"] = lambda: matmul(c, a, b)
+    expected["reikna_matmul32"] = (c, ha.astype(np.float64) @ hb)
+    assert list(ops) == [k for k, _ in REIKNA_OPS]
+
+    def check() -> dict[str, bool]:
+        ok = {}
+        for key, (out, want) in expected.items():
+            out.fill(np.nan)
+            ops[key]()
+            got = out.get()
+            ok[key] = bool(np.abs(got - want).max() <= 1e-5 * np.abs(want).max())
+        return ok
+
+    return SimpleNamespace(
+        paths={k: setup.py_loop(op) for k, op in ops.items()}, check=check)
+
+
 def measure(launches: int, repeats: int, sort_sizes: list[int]) -> dict:
     """Time every path in this process. The paths are interleaved: each of
     the *repeats* rounds times every path once, and each path keeps its best
@@ -405,6 +463,7 @@ def measure(launches: int, repeats: int, sort_sizes: list[int]) -> dict:
     tmp = tempfile.TemporaryDirectory()
     setup = launch_setup(Path(tmp.name))
     arrays = array_setup(setup)
+    reikna = reikna_setup(setup)
     cl, np = setup.cl, setup.np
     ctx, queue, prg = setup.ctx, setup.queue, setup.prg
     new_kernel, c_loop, ct = setup.new_kernel, setup.c_loop, setup.ct
@@ -421,14 +480,16 @@ def measure(launches: int, repeats: int, sort_sizes: list[int]) -> dict:
         "notes": setup.notes,
         "launch": {},
         "array": {},
+        "reikna": {},
         "sort": {},
     }
 
     # the array operations take part in the same rounds as the launch paths
-    all_paths = {**paths, **arrays.paths}
+    all_paths = {**paths, **arrays.paths, **reikna.paths}
     counts = dict.fromkeys(all_paths, launches)
     counts.update(dict.fromkeys(RETRIEVAL_PATHS, max(launches // 10, 10)))
-    counts.update(dict.fromkeys(arrays.paths, max(launches // 5, 10)))
+    counts.update(dict.fromkeys([*arrays.paths, *reikna.paths],
+                                max(launches // 5, 10)))
     best = dict.fromkeys(all_paths, float("inf"))
     with warnings.catch_warnings():
         # the point of 'retrieve_attr' is the repeated retrieval
@@ -438,10 +499,11 @@ def measure(launches: int, repeats: int, sort_sizes: list[int]) -> dict:
         for _ in range(repeats):
             for key, run in all_paths.items():
                 best[key] = min(best[key], run(counts[key]) / counts[key])
-        ok = arrays.check()
+        ok = {**arrays.check(), **reikna.check()}
     for key, t in best.items():
-        if key in arrays.paths:
-            result["array"][key] = {"us": 1e6 * t, "ok": ok[key],
+        if key in ok:
+            section = "array" if key in arrays.paths else "reikna"
+            result[section][key] = {"us": 1e6 * t, "ok": ok[key],
                                     "ops": counts[key]}
         else:
             result["launch"][key] = {"us": 1e6 * t}
@@ -553,12 +615,13 @@ def best_of_processes(results: list[dict]) -> dict:
     again from those."""
     import copy
     merged = copy.deepcopy(results[0])
-    sections = [merged["launch"], merged["array"],
-                *merged["sort"].values()]
-    for i, section in enumerate(sections):
+
+    def sections(r: dict) -> list[dict]:
+        return [r["launch"], r["array"], r["reikna"], *r["sort"].values()]
+
+    for i, section in enumerate(sections(merged)):
         for key, entry in section.items():
-            others = [[r["launch"], r["array"], *r["sort"].values()][i][key]
-                      for r in results]
+            others = [sections(r)[i][key] for r in results]
             entry["us"] = min(o["us"] for o in others)
             if "ok" in entry:
                 entry["ok"] = all(o["ok"] for o in others)
@@ -583,19 +646,21 @@ def upstream_python(venv: Path) -> Path:
              ("import importlib.metadata as m, sys; "
               "sys.exit(m.version('pyopencl') != sys.argv[1])"), version]
     if py.exists() and subprocess.run(check, check=False).returncode == 0:
-        # the array operations need Mako, which the wheel does not require
-        has_mako = [str(py), "-c", "import mako"]
-        if subprocess.run(has_mako, check=False,
+        # the array operations need Mako, which the wheel does not require,
+        # and the real-client rows reikna
+        has_them = [str(py), "-c", "import mako, reikna"]
+        if subprocess.run(has_them, check=False,
                           capture_output=True).returncode != 0:
             subprocess.run([str(py), "-m", "pip", "install", "-q",
-                            "--disable-pip-version-check", "mako"], check=True)
+                            "--disable-pip-version-check", "mako", REIKNA_REQ],
+                           check=True)
         return py
     print(f"making {venv} with upstream's pyopencl=={version} wheel",
           file=sys.stderr)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run([str(py), "-m", "pip", "install", "-q",
                     "--disable-pip-version-check", "--only-binary", "pyopencl",
-                    f"pyopencl=={version}", "mako"], check=True)
+                    f"pyopencl=={version}", "mako", REIKNA_REQ], check=True)
     return py
 
 # }}}
@@ -652,6 +717,25 @@ def print_table(runs: dict[str, dict]) -> None:
         vs = {k: lbl for k, lbl, _ in LAUNCH_PATHS}[ARRAY_VS]
         print(f"  ratios: against the raw launch '{vs}' of the {ref_name} "
               "column of this run")
+
+    header = f"{'real client: reikna 0.9 (µs per call)':46}"
+    for name in names:
+        header += f" | {name:>9}"
+    both = "fork" in names and "upstream" in names
+    header += " | fork/upstream" if both else ""
+    print("\n" + header)
+    print("-" * len(header))
+    for key, label in REIKNA_OPS:
+        row = f"{label:46}"
+        for name in names:
+            e = runs[name]["reikna"].get(key)
+            row += f" | {'reikna not installed' if e is None else fmt_us(e):>9}"
+        e = runs["fork"]["reikna"].get(key) if both else None
+        if e is not None and "vs_upstream" in e:
+            row += f" | {fmt_ratio(e['vs_upstream']):>13}"
+        if any(not runs[n]["reikna"].get(key, {}).get("ok", True) for n in names):
+            row += " WRONG RESULT"
+        print(row)
 
     for size in first["sort"]:
         launches = next(iter(first["sort"][size].values()))["launches"]
@@ -830,6 +914,11 @@ def main(argv: list[str] | None = None) -> int:
         for run in runs.values():
             for entry in run["array"].values():
                 entry["ratio_fork"] = entry["us"] / fork_ref["us"]
+    if "upstream" in runs:
+        up = runs["upstream"]["reikna"]
+        for key, entry in runs["fork"]["reikna"].items():
+            if key in up:
+                entry["vs_upstream"] = entry["us"] / up[key]["us"]
 
     print_table(runs)
     args.out.mkdir(parents=True, exist_ok=True)

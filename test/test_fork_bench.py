@@ -29,8 +29,10 @@ def run_bench(out: Path, *extra: str) -> dict:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "per launch" in proc.stdout
     assert "array operation, 256 float32" in proc.stdout
-    for _key, label in lo.ARRAY_OPS:
+    assert "real client: reikna 0.9" in proc.stdout
+    for _key, label in lo.ARRAY_OPS + lo.REIKNA_OPS:
         assert label in proc.stdout
+    assert "reikna not installed" not in proc.stdout  # the test extra has it
     assert "WRONG RESULT" not in proc.stdout
     return json.loads((out / "launch_overhead.json").read_text())["runs"]
 
@@ -51,6 +53,11 @@ def check_run(run: dict) -> None:
         assert entry["vs"] == lo.ARRAY_VS
         assert entry["ratio"] > 0
         assert entry["ratio_fork"] > 0
+    assert list(run["reikna"]) == [k for k, _ in lo.REIKNA_OPS]
+    for entry in run["reikna"].values():
+        assert entry["ok"]
+        assert entry["us"] > 0
+        assert entry["ops"] > 0
     for size in ["1024", "4096"]:
         styles = run["sort"][size]
         assert set(styles) == {k for k, _ in lo.SORT_STYLES}
@@ -79,6 +86,8 @@ def test_quick_benchmark_beside_upstream(tmp_path):
         check_run(run)
     assert "+fork." in runs["fork"]["pyopencl"]
     assert "+" not in runs["upstream"]["pyopencl"]
+    for entry in runs["fork"]["reikna"].values():
+        assert entry["vs_upstream"] > 0
     try:
         import matplotlib  # noqa: F401
     except ImportError:
