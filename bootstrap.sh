@@ -4,6 +4,8 @@
 #   bash bootstrap.sh bench [ARGS]   the main job: launch-overhead benchmark on PoCL
 #   bash bootstrap.sh test  [ARGS]   the tests: ours and upstream's suite, on PoCL
 #   bash bootstrap.sh matrix [3.X ...] [-- ARGS]   launch tests on each CPython 3.10-3.13
+#   bash bootstrap.sh upstream-ci [ARGS]   upstream's CI jobs on the series, downstream
+#                                    suites beside upstream's wheel (ARGS: --help)
 #
 # They install missing Debian packages (as root; otherwise they say which are
 # missing), make the virtual environment $FORK_VENV (default .venv), build and
@@ -17,7 +19,7 @@ cd "$here"
 venv=${FORK_VENV:-$here/.venv}
 
 usage() {
-  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -187,6 +189,11 @@ case $cmd in
     ;;
   matrix)
     run_matrix "$@"
+    ;;
+  upstream-ci)
+    # the tool makes its own virtual environments (.venv-ci, .venv-ci-upstream)
+    ensure_system
+    exec python3 tools/upstream_ci.py "$@"
     ;;
   test)
     ensure_system
