@@ -738,7 +738,7 @@ case("kernel-name-keyword", "cl.Kernel(prg, name='k')")
 # documented exception classes
 OK = ("ok",)
 TYPE_ERROR = ("builtins.TypeError",)
-VALUE_ERROR = ("builtins.ValueError",)
+LOGIC_ERROR = ("pyopencl._cl.LogicError",)
 GET_KERNEL = {
     "call": (f"prg.get_kernel('k')(q, (16,), None, buf, {X})", OK),
     "repeated": (("prg.get_kernel('k')\n"
@@ -746,8 +746,9 @@ GET_KERNEL = {
     "dtypes": (("kk = prg.get_kernel('k')\n"
                 "kk.set_scalar_arg_dtypes([None, np.int32])\n"
                 "ret = kk(q, (16,), None, buf, 5)"), OK),
-    "bad-name": ("prg.get_kernel('nope')", VALUE_ERROR),
-    "empty-name": ("prg.get_kernel('')", VALUE_ERROR),
+    # as cl.Kernel(prg, name) raises
+    "bad-name": ("prg.get_kernel('nope')", LOGIC_ERROR),
+    "empty-name": ("prg.get_kernel('')", LOGIC_ERROR),
     "int": ("prg.get_kernel(1)", TYPE_ERROR),
     "none": ("prg.get_kernel(None)", TYPE_ERROR),
     "bytes": ("prg.get_kernel(b'k')", TYPE_ERROR),
