@@ -33,7 +33,6 @@ pytest and prints the summary; both write
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import dataclasses
 import json
 import re
@@ -48,7 +47,7 @@ import pytest
 
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_fork_conformance import upstream_interpreter, worker_env
+from test_fork_conformance import report, upstream_interpreter, worker_env
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -625,20 +624,8 @@ def conformance(request):
     s = Session(CASES)
     path = s.write_json()
     yield s
-    lines = [*s.report_lines(), f"wrote {path}"]
-    # past output capturing, as capsys.disabled() does
-    plugins = request.config.pluginmanager
-    reporter = plugins.get_plugin("terminalreporter")
-    capman = plugins.get_plugin("capturemanager")
-    with (capman.global_and_fixture_disabled() if capman is not None
-          else contextlib.nullcontext()):
-        if reporter is not None:
-            reporter.ensure_newline()
-            reporter.section("fork array conformance with upstream", sep="-")
-            for line in lines:
-                reporter.write_line(line)
-        else:
-            print("\n".join(lines))
+    report(request, "fork array conformance with upstream",
+           [*s.report_lines(), f"wrote {path}"])
 
 
 def test_table_size():

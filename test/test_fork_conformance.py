@@ -1550,8 +1550,13 @@ def conformance(request):
     yield s
     s.close()
     path = s.write_json()
-    lines = [*s.report_lines(), f"wrote {path}"]
-    # past output capturing, as capsys.disabled() does
+    report(request, "fork conformance with upstream",
+           [*s.report_lines(), f"wrote {path}"])
+
+
+def report(request, title: str, lines: list[str]) -> None:
+    """Print *lines* under *title* past pytest's output capturing, as
+    capsys.disabled() does."""
     plugins = request.config.pluginmanager
     reporter = plugins.get_plugin("terminalreporter")
     capman = plugins.get_plugin("capturemanager")
@@ -1559,7 +1564,7 @@ def conformance(request):
           else contextlib.nullcontext()):
         if reporter is not None:
             reporter.ensure_newline()
-            reporter.section("fork conformance with upstream", sep="-")
+            reporter.section(title, sep="-")
             for line in lines:
                 reporter.write_line(line)
         else:
