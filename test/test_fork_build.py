@@ -110,6 +110,37 @@ def test_pull_requests_cover_the_series(tmp_path):
     assert "every patch of the series must be in exactly one section" in proc.stderr
 
 
+FAKE_PATCH = (
+    "From 0 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] x\n\n"
+    "- a list in the message\n+ not a line of the diff\n---\n"
+    "diff --git a/src/a.cpp b/src/a.cpp\n--- a/src/a.cpp\n"
+    "+++ b/src/a.cpp\n@@ -1,2 +1,2 @@\n ctx\n--x;\n+++x;\n+y;\n"
+    "diff --git a/test/test_a.py b/test/test_a.py\n--- a/test/test_a.py\n"
+    "+++ b/test/test_a.py\n@@ -1,2 +1,3 @@\n-def test_b(x): pass\n"
+    "+def test_b(x, y): pass\n+def test_a(): pass\n"
+    "diff --git a/test/test_c.py b/test/test_c.py\nnew file mode 100644\n"
+    "--- /dev/null\n+++ b/test/test_c.py\n@@ -0,0 +1 @@\n"
+    "+def test_c(ctx_factory): pass\n")
+
+
+def test_tests_fail_takes_the_tests_a_patch_adds(tmp_path):
+    # tests-fail: the functions a patch adds (not those it changes), and
+    # the patch cut to its test/ files, new ones included
+    patch = tmp_path / "0001-x.patch"
+    patch.write_text(FAKE_PATCH)
+    assert series.added_tests(patch) == {"test/test_a.py": ["test_a"],
+                                         "test/test_c.py": ["test_c"]}
+    cut = series.test_hunks(patch, tmp_path / "cut.patch").read_text()
+    assert cut.startswith("From 0 ") and "src/a.cpp" not in cut
+    assert cut.endswith(FAKE_PATCH[FAKE_PATCH.index("diff --git a/test/"):])
+    assert series.verdict([("passed", ""), ("skipped", "")], False) == (
+        False, "PASSES: needs attention")
+    assert series.verdict([("passed", ""), ("failure", "assert 2 == 1")],
+                          False) == (
+        True, "fails as expected (1 of 2 cases: assert 2 == 1)")
+    assert series.verdict([], True)[0] and not series.verdict([], False)[0]
+
+
 def test_every_patch_is_listed_in_order():
     patches = sorted(p.name for p in (PIN.packagefiles / "patches").glob("*.patch"))
     assert [Path(f).name for f in PIN.diff_files] == patches

@@ -25,6 +25,20 @@
                                    default (the test files each patch
                                    touches, plus test_wrapper.py); --full
                                    runs upstream's whole suite each time
+    .venv/bin/python tools/series.py tests-fail [--patch NNNN] [--runs N]
+                                   each test function a patch adds fails
+                                   without that patch's code: for each
+                                   patch that adds ``def test_...`` in
+                                   test/test_*.py, build the patches
+                                   before it plus only its test/ hunks,
+                                   run just the functions it adds (every
+                                   parametrization; a collection error
+                                   counts as failing) and report, in a
+                                   table, each that passes there. Exit
+                                   status 1 if one does. About a build
+                                   per patch; --patch NNNN: that one only;
+                                   --runs N: each test N times, failing
+                                   in every run (not by chance)
 
 DIR defaults to ``series-tree`` (ignored by git). ``unpack`` makes one
 commit of the pristine sdist (tagged ``upstream``) and one commit per patch
@@ -38,13 +52,16 @@ from __future__ import annotations
 
 import argparse
 import configparser
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
 import tempfile
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -308,11 +325,26 @@ def need_test_modules() -> None:
                  "environment: .venv/bin/python tools/series.py ...")
 
 
-def build_and_test(pin: upstream.Pin, patches: list[Path], full: bool,
-                   label: str) -> int:
-    """Build the fork with *patches* in place of the series and run the
-    tests: upstream's whole suite (full), or the test files the last patch
-    touches plus test_wrapper.py. Returns 1 on failure."""
+@dataclass
+class Built:
+    tmp: Path     # the scratch directory: pytest's rootdir
+    target: Path  # the installed fork, for PYTHONPATH
+    tree: Path    # the patched tree, whose test/ is upstream's suite
+
+    def pytest(self, *args: str) -> subprocess.CompletedProcess:
+        env = dict(os.environ, PYTHONPATH=str(self.target))
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+             *args], cwd=self.tmp, env=env, capture_output=True, text=True,
+            check=False)
+
+
+@contextlib.contextmanager
+def built_fork(pin: upstream.Pin, patches: list[Path], label: str):
+    """Build the fork with *patches* in place of the series, in a scratch
+    directory. *patches* are files of the series or others (such as a patch
+    cut to its test hunks), applied in the order given. Yields a
+    :class:`Built`, or None if the build failed (said so on stdout)."""
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "repo"
         files = subprocess.run(["git", "ls-files", "-z"], cwd=pin.root,
@@ -324,8 +356,14 @@ def build_and_test(pin: upstream.Pin, patches: list[Path], full: bool,
                 shutil.copy2(pin.root / f, repo / f)
         shutil.copy2(upstream.ensure_tarball(pin),
                      repo / pin.tarball.relative_to(pin.root))
-        set_diff_files(upstream.read_pin(repo),
-                       [str(p.relative_to(pin.packagefiles)) for p in patches])
+        names = []
+        for p in patches:
+            if not p.is_relative_to(pin.packagefiles):
+                shutil.copy2(p, repo / pin.packagefiles.relative_to(pin.root)
+                             / PATCH_DIR / p.name)
+                p = pin.packagefiles / PATCH_DIR / p.name
+            names.append(str(p.relative_to(pin.packagefiles)))
+        set_diff_files(upstream.read_pin(repo), names)
         if pin.series[0] not in patches:
             # without the fork-only patch 0001, upstream's version.py
             # refuses the local label +fork.N: build as the plain release
@@ -341,8 +379,20 @@ def build_and_test(pin: upstream.Pin, patches: list[Path], full: bool,
         if proc.returncode:
             print(f"BUILD FAILS: {label}:\n{proc.stdout[-2000:]}"
                   f"{proc.stderr[-2000:]}")
+            yield None
+        else:
+            yield Built(Path(tmp), target, upstream.read_pin(repo).extracted)
+
+
+def build_and_test(pin: upstream.Pin, patches: list[Path], full: bool,
+                   label: str) -> int:
+    """Build the fork with *patches* in place of the series and run the
+    tests: upstream's whole suite (full), or the test files the last patch
+    touches plus test_wrapper.py. Returns 1 on failure."""
+    with built_fork(pin, patches, label) as built:
+        if built is None:
             return 1
-        tree = upstream.read_pin(repo).extracted
+        tree = built.tree
         if full:
             tests = [str(tree / "test")]
         else:
@@ -350,14 +400,11 @@ def build_and_test(pin: upstream.Pin, patches: list[Path], full: bool,
                                  patches[-1].read_text(), flags=re.MULTILINE)
             tests = sorted({str(tree / t) for t in
                             [*touched, "test/test_wrapper.py"]})
-        env = dict(os.environ, PYTHONPATH=str(target))
-        proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-             # as the rootdir (tmp) names it; fails in this environment
-             "--deselect",
-             f"{tree.relative_to(tmp)}/test/test_array.py::test_xdg_cache_home",
-             *tests], cwd=tmp, env=env, capture_output=True, text=True,
-            check=False)
+        proc = built.pytest(
+            # as the rootdir (tmp) names it; fails in this environment
+            "--deselect",
+            f"{tree.relative_to(built.tmp)}/test/test_array.py::test_xdg_cache_home",
+            *tests)
         last = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
         status = "ok  " if proc.returncode == 0 else "FAIL"
         print(f"{status} {label}: {last}", flush=True)
@@ -365,6 +412,142 @@ def build_and_test(pin: upstream.Pin, patches: list[Path], full: bool,
             print(proc.stdout[-3000:])
             return 1
         return 0
+
+
+# {{{ tests-fail: each test a patch adds fails without the patch's code
+
+def diff_sections(patch: Path) -> tuple[str, list[tuple[str, str]]]:
+    """*patch* as its head (commit message) and its ``diff --git``
+    sections, each with the path it changes."""
+    head, *sections = re.split(r"^(?=diff --git )", patch.read_text(),
+                               flags=re.MULTILINE)
+    return head, [(re.match(r"diff --git a/(\S+)", s).group(1), s)
+                  for s in sections]
+
+
+def added_tests(patch: Path) -> dict[str, list[str]]:
+    """The test functions *patch* adds, by test file: the ``def test_``
+    lines it adds in test/test_*.py, less those it also removes there
+    (a changed signature adds no test)."""
+    found: dict[str, list[str]] = {}
+    for path, section in diff_sections(patch)[1]:
+        if not re.fullmatch(r"test/test_\w+\.py", path):
+            continue
+        added = re.findall(r"^\+def (test_\w+)", section, flags=re.MULTILINE)
+        removed = set(re.findall(r"^-def (test_\w+)", section,
+                                 flags=re.MULTILINE))
+        new = [n for n in added if n not in removed]
+        if new:
+            found[path] = new
+    return found
+
+
+def test_hunks(patch: Path, dest: Path) -> Path:
+    """*patch* cut to its sections for files under test/, as *dest*."""
+    head, sections = diff_sections(patch)
+    dest.write_text(head + "".join(s for path, s in sections
+                                   if path.startswith("test/")))
+    return dest
+
+
+def junit_outcomes(report: Path) -> dict[str, list[tuple[str, str]]]:
+    """Outcome and message of each test case of a pytest junit report, by
+    function name (parameters dropped); a collection error is under ""."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    if not report.exists():
+        return out
+    for case in ET.parse(report).getroot().iter("testcase"):
+        found = [c for c in case if c.tag in {"failure", "error", "skipped"}]
+        kind = found[0].tag if found else "passed"
+        message = found[0].get("message", "") if found else ""
+        name = ("" if message == "collection failure"
+                else case.get("name", "").split("[")[0])
+        out.setdefault(name, []).append((kind, message))
+    return out
+
+
+def verdict(outcomes: list[tuple[str, str]],
+            collection_error: bool) -> tuple[bool, str]:
+    """(as expected, what to say) for one added test function run on the
+    tree without its patch's code."""
+    if collection_error:
+        return True, "fails as expected (collection error)"
+    if not outcomes:
+        return False, "NOT COLLECTED: needs attention"
+    failing = [m for k, m in outcomes if k in {"failure", "error"}]
+    if failing:
+        why = " ".join(failing[0].split())
+        why = why[:77] + "..." if len(why) > 80 else why
+        return True, (f"fails as expected ({len(failing)} of {len(outcomes)} "
+                      f"cases: {why})")
+    if all(k == "skipped" for k, _ in outcomes):
+        return False, "SKIPPED: needs attention"
+    return False, "PASSES: needs attention"
+
+
+def run_added_test(built: Built, path: str, name: str,
+                   runs: int = 1) -> tuple[bool, str]:
+    """Run test function *name* of *path* (every parametrization) in a
+    pytest process of its own, so that a crash is its own, *runs* times;
+    its verdict: as expected only if it failed in every run."""
+    results = [run_added_test_once(built, path, name) for _ in range(runs)]
+    failed = [text for ok, text in results if ok]
+    if len(failed) == runs:
+        return True, failed[0] + (f" (in all {runs} runs)" if runs > 1 else "")
+    if failed:
+        return False, (f"PASSES in {runs - len(failed)} of {runs} runs: "
+                       "needs attention")
+    return results[0]
+
+
+def run_added_test_once(built: Built, path: str, name: str) -> tuple[bool, str]:
+    report = built.tmp / "junit.xml"
+    report.unlink(missing_ok=True)
+    proc = built.pytest(f"--junitxml={report}", f"{built.tree / path}::{name}")
+    if proc.returncode < 0:
+        return True, ("fails as expected (the test process died of "
+                      f"{signal.Signals(-proc.returncode).name})")
+    outcomes = junit_outcomes(report)
+    ok, text = verdict(outcomes.get(name, []), "" in outcomes)
+    if not outcomes:
+        last = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
+        text += f" (pytest exit status {proc.returncode}: {last})"
+    return ok, text
+
+
+def tests_fail(pin: upstream.Pin, only: list[str], runs: int = 1) -> int:
+    """For each patch that adds test functions: build the patches before
+    it plus that patch's test hunks alone, run the functions it adds, and
+    report each that passes there."""
+    need_test_modules()
+    rows: list[tuple[str, str, str]] = []
+    attention = 0
+    for k, patch in enumerate(pin.series):
+        tests = added_tests(patch)
+        if not tests or (only and patch.name[:4] not in only):
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            cut = test_hunks(patch, Path(tmp) / patch.name)
+            with built_fork(pin, [*pin.series[:k], cut],
+                            label=f"{patch.name[:4]} test hunks") as built:
+                for path, n in [(f, n) for f, ns in tests.items()
+                                for n in ns]:
+                    ok, text = (False, "BUILD FAILS") if built is None \
+                        else run_added_test(built, path, n, runs)
+                    rows.append((patch.name[:4], f"{path}::{n}", text))
+                    attention += not ok
+                    print(f"{patch.name[:4]}  {path}::{n}  {text}", flush=True)
+    if not rows:
+        print("no patch of the series adds test functions"
+              + (f" among {', '.join(only)}" if only else ""))
+        return 1 if only else 0
+    print("\n| patch | test | without the patch's code |\n| --- | --- | --- |")
+    for r in rows:
+        print("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |")
+    print(f"\n{len(rows)} added test functions, {attention} need attention")
+    return 1 if attention else 0
+
+# }}}
 
 
 def bisect(pin: upstream.Pin, full: bool) -> int:
@@ -381,7 +564,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("action",
-                    choices=["unpack", "export", "check", "rebase", "bisect"])
+                    choices=["unpack", "export", "check", "rebase", "bisect",
+                             "tests-fail"])
     ap.add_argument("operands", nargs="*", metavar="[VERSION] [DIR]",
                     help="rebase: the release to move onto; unpack, export, "
                     f"rebase: the scratch tree (default {DEFAULT_TREE.name})")
@@ -390,13 +574,20 @@ def main() -> int:
                     help="rebase: re-pin and export after resolving conflicts")
     ap.add_argument("--full", action="store_true",
                     help="bisect: run upstream's whole suite for each prefix")
+    ap.add_argument("--patch", action="append", default=[], metavar="NNNN",
+                    help="tests-fail: this patch only (repeatable)")
+    ap.add_argument("--runs", type=int, default=1, metavar="N",
+                    help="tests-fail: run each added test N times; it must "
+                    "fail in every run (a test that fails by chance, such "
+                    "as by a race, passes in some)")
     ap.add_argument("--test", action="store_true",
                     help="check: also build each pull request on its base "
                     "and run upstream's whole suite")
     args = ap.parse_intermixed_args()
     operands = list(args.operands)
     args.version = operands.pop(0) if args.action == "rebase" and operands else None
-    if len(operands) > 1 or (operands and args.action in {"check", "bisect"}):
+    if len(operands) > 1 or (operands and args.action in {
+            "check", "bisect", "tests-fail"}):
         ap.error(f"unexpected arguments: {' '.join(operands)}")
     args.tree = Path(operands[0]) if operands else DEFAULT_TREE
     try:
@@ -412,6 +603,9 @@ def main() -> int:
                           args.resume)
         elif args.action == "bisect":
             return bisect(pin, args.full)
+        elif args.action == "tests-fail":
+            return tests_fail(pin, [n.zfill(4) for n in args.patch],
+                              args.runs)
         else:
             if args.test:
                 need_test_modules()
