@@ -110,6 +110,15 @@ def test_pull_requests_cover_the_series(tmp_path):
     assert "every patch of the series must be in exactly one section" in proc.stderr
 
 
+def test_upstream_md_line_counts_are_generated():
+    # the table of line counts in UPSTREAM.md is what the command computes
+    # from the patch files now
+    text = (ROOT / "UPSTREAM.md").read_text()
+    assert series.stats_in(text) == series.stats_table(PIN), (
+        "UPSTREAM.md's line counts are stale: run "
+        "tools/series.py stats --write UPSTREAM.md")
+
+
 FAKE_PATCH = (
     "From 0 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] x\n\n"
     "- a list in the message\n+ not a line of the diff\n---\n"
@@ -139,6 +148,14 @@ def test_tests_fail_takes_the_tests_a_patch_adds(tmp_path):
                           False) == (
         True, "fails as expected (1 of 2 cases: assert 2 == 1)")
     assert series.verdict([], True)[0] and not series.verdict([], False)[0]
+
+
+def test_stats_count_hunk_lines_only(tmp_path):
+    # not the commit message's lines, not the ---/+++ headers
+    patch = tmp_path / "0001-x.patch"
+    patch.write_text(FAKE_PATCH)
+    assert series.line_counts(patch) == {
+        "src/a.cpp": [2, 1], "test/test_a.py": [2, 1], "test/test_c.py": [1, 0]}
 
 
 def test_every_patch_is_listed_in_order():
