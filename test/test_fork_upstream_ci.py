@@ -104,3 +104,76 @@ def test_bootstrap_names_the_command():
     assert "bash bootstrap.sh upstream-ci [ARGS]" in proc.stdout
     assert "set -euo" not in proc.stdout
     assert "bash bootstrap.sh upstream-ci" in (ROOT / "README.md").read_text()
+
+
+def test_git_dependencies_of_a_checkout(tmp_path):
+    # what upstream's CI installs from git: the checkout's requirements.txt
+    (tmp_path / "requirements.txt").write_text(
+        "numpy\n"
+        "git+https://github.com/inducer/pyopencl.git#egg=pyopencl\n"
+        "git+https://github.com/inducer/islpy\n"
+        "# git+https://github.com/inducer/sumpy\n"
+        "git+https://github.com/inducer/loopy.git@main#egg=loopy\n"
+        "arraycontext @ git+https://github.com/inducer/arraycontext.git\n")
+    assert upstream_ci.git_deps(tmp_path) == ["islpy", "loopy", "arraycontext"]
+    assert upstream_ci.git_deps(tmp_path / "none") == []
+
+    # --git-dep NAME=PATH: a checkout of a Python project, else not run
+    dep = tmp_path / "arraycontext"
+    dep.mkdir()
+    args = upstream_ci.parse_args(["--git-dep", f"arraycontext={dep}"])
+    with pytest.raises(upstream_ci.NotAvailable, match="is not a checkout"):
+        upstream_ci.dep_checkouts(args)
+    (dep / "pyproject.toml").write_text("")
+    assert upstream_ci.dep_checkouts(args) == {"arraycontext": dep}
+    (tmp_path / "test").mkdir()
+    rows = dry_run("--boxtree", tmp_path, "--git-dep", "arraycontext")
+    assert rows["boxtree"] == "not run: --git-dep arraycontext: give NAME=PATH"
+
+
+def test_collection_failure_on_both_columns_is_not_run(tmp_path):
+    """A downstream suite that neither PyOpenCL could collect did not run:
+    "not run" on both columns, with the hint, never a result."""
+    xml = tmp_path / "report.xml"
+    xml.write_text(
+        '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite '
+        'name="pytest" errors="2" failures="0" skipped="0" tests="3">'
+        '<testcase classname="" name="test.test_tree">'
+        '<error message="collection failure">Traceback:\n'
+        "test/test_tree.py:3: in &lt;module&gt;\n    import arraycontext\n"
+        "E   ImportError: cannot import name 'ArrayContextFactory'</error>"
+        '</testcase><testcase classname="" name="test.test_fmm">'
+        '<error message="collection failure">E   ImportError: x</error>'
+        '</testcase><testcase classname="test.test_misc" name="test_a" />'
+        "</testsuite></testsuites>")
+    errors = upstream_ci.collection_errors(xml)
+    assert errors == [("test.test_tree: ImportError: cannot import name "
+                       "'ArrayContextFactory'"), "test.test_fmm: ImportError: x"]
+    assert upstream_ci.junit_counts(xml) == {
+        "passed": 1, "failed": 0, "errors": 2, "skipped": 0}
+
+    def failed_at_collection():
+        return upstream_ci.Result("fail", "pytest exit status 2",
+                                  upstream_ci.junit_counts(xml),
+                                  collection_errors=list(errors))
+
+    row = upstream_ci.Row("boxtree", failed_at_collection(),
+                          failed_at_collection())
+    assert upstream_ci.collection_not_run("boxtree", row, ["arraycontext"])
+    for res in (row.fork, row.upstream):
+        assert res.status == "not run" and res.counts is None
+        assert res.detail.startswith(
+            "2 test modules failed at collection on both columns, so the "
+            "suite did not run: pass --git-dep NAME=PATH with checkouts of "
+            "boxtree's git dependencies (its requirements.txt; from PyPI "
+            "here: arraycontext); test.test_tree: ImportError")
+        assert res.detail.endswith("(besides: 1 passed, 0 failed)")
+    line = upstream_ci.table([row]).splitlines()[2]
+    assert line.split()[:5] == ["boxtree", "not", "run", "not", "run"]
+
+    # on one column only, the failure is a result: the fork's, here
+    row = upstream_ci.Row("boxtree", failed_at_collection(), upstream_ci.Result(
+        "pass", "", {"passed": 3, "failed": 0, "errors": 0, "skipped": 0}))
+    assert not upstream_ci.collection_not_run("boxtree", row, [])
+    assert (row.fork.status, row.upstream.status) == ("fail", "pass")
+    assert row.fork.cell() == "fail 1p/2f/0s"

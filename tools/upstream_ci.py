@@ -14,6 +14,13 @@ also written as JSON (build/upstream-ci/results.json). A job that cannot run
 here says why and how to provide what it lacks: "not run", never a pass.
 Exit status 1 if a job fails on the fork, else 0.
 
+A downstream checkout (--boxtree PATH, ...) lists in its requirements.txt
+the projects that upstream's CI installs from git; give checkouts of them
+with --git-dep NAME=PATH (repeatable; installed with the project), else
+they come from PyPI, which can be too old for the checkout. A suite that
+fails at collection on both columns did not run: "not run" on both, with
+that hint, never a result.
+
 Where this differs from upstream's CI, by necessity: no conda (Debian's PoCL
 and ICD loader; pip for the rest); the lint jobs report what the series adds
 over the pristine sdist (upstream lints its git main, not the release; its
@@ -78,6 +85,7 @@ class Result:
     counts: dict[str, int] | None = None
     seconds: float = 0.0
     log: str | None = None
+    collection_errors: list[str] = field(default_factory=list)
 
     def cell(self) -> str:
         s = self.status
@@ -294,6 +302,22 @@ def junit_counts(xml: Path) -> dict[str, int] | None:
             "skipped": c["skipped"]}
 
 
+def collection_errors(xml: Path) -> list[str]:
+    """Each test module that pytest could not collect, with the last line
+    of its error (the exception)."""
+    if not xml.exists():
+        return []
+    found = []
+    for tc in ET.parse(xml).getroot().iter("testcase"):
+        err = tc.find("error")
+        if err is not None and err.get("message") == "collection failure":
+            lines = [ln.strip() for ln in (err.text or "").splitlines()
+                     if ln.strip()]
+            found.append(f"{tc.get('name')}: "
+                         + re.sub(r"^E\s+", "", lines[-1] if lines else "?"))
+    return found
+
+
 def failed_tests(xml: Path, limit: int = 8) -> list[str]:
     if not xml.exists():
         return []
@@ -319,7 +343,7 @@ def pytest(venv: Venv, cwd: Path, targets: list[str], log: Path,
     if failed:
         detail += "; failed: " + ", ".join(failed)
     return Result(status, detail.strip("; "), counts,
-                  time.monotonic() - t, str(log))
+                  time.monotonic() - t, str(log), collection_errors(xml))
 
 # }}}
 
@@ -575,6 +599,69 @@ def job_examples(ctx: Context) -> Row:
 
 # {{{ downstream suites: loopy, boxtree, meshmode
 
+def git_deps(source: Path) -> list[str]:
+    """The projects that *source*'s requirements.txt installs from git, as
+    upstream's CI does (ci-support installs requirements.txt), in its order;
+    not PyOpenCL, which is the fork or upstream's wheel here."""
+    req = source / "requirements.txt"
+    if not req.is_file():
+        return []
+    names = []
+    for line in req.read_text().splitlines():
+        m = re.search(r"(?:^|\s)(?:([\w.-]+)\s*@\s*)?git\+(\S+)", line)
+        if not m or line.lstrip().startswith("#"):
+            continue
+        url = m.group(2)
+        egg = re.search(r"[#&]egg=([\w.-]+)", url)
+        last = url.split("#")[0].rstrip("/").rsplit("/", 1)[-1]
+        name = (m.group(1) or (egg.group(1) if egg else "")
+                or re.sub(r"(\.git)?(@.*)?$", "", last)).lower()
+        if name not in {"pyopencl", *names}:
+            names.append(name)
+    return names
+
+
+def dep_checkouts(args: argparse.Namespace) -> dict[str, Path]:
+    """--git-dep NAME=PATH, each PATH a checkout (a Python project)."""
+    found = {}
+    for spec in args.git_dep:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise NotAvailable(f"--git-dep {spec}: give NAME=PATH")
+        path = Path(path).resolve()
+        if not ((path / "pyproject.toml").is_file()
+                or (path / "setup.py").is_file()):
+            raise NotAvailable(f"--git-dep {spec}: {path} is not a checkout "
+                               "of a Python project (no pyproject.toml or "
+                               "setup.py)")
+        found[name.lower()] = path
+    return found
+
+
+def collection_not_run(project: str, row: Row, from_pypi: list[str]) -> bool:
+    """Both columns failed at collection: the suite did not run, whatever
+    PyOpenCL it had (commonly a dependency from PyPI that is older than the
+    checkout needs). Makes both "not run" with the hint; True if so."""
+    sides = [row.fork, row.upstream]
+    if not all(r is not None and r.collection_errors for r in sides):
+        return False
+    hint = (f"pass --git-dep NAME=PATH with checkouts of {project}'s git "
+            f"dependencies (its requirements.txt; from PyPI here: "
+            f"{', '.join(from_pypi)})" if from_pypi else
+            f"check the versions of {project}'s dependencies")
+    for res in sides:
+        c = res.counts or {}
+        res.detail = (
+            f"{len(res.collection_errors)} test modules failed at collection "
+            f"on both columns, so the suite did not run: {hint}; "
+            + "; ".join(res.collection_errors[:3])
+            + (f" (besides: {c.get('passed', 0)} passed, "
+               f"{c.get('failed', 0) + c.get('errors', 0) - len(res.collection_errors)}"
+               f" failed)" if c else ""))
+        res.status, res.counts = "not run", None
+    return True
+
+
 def resolve_source(args: argparse.Namespace, project: str) -> tuple[str, Path | None]:
     """Where *project*'s source comes from: ("checkout", path) or ("pypi",
     None) for loopy; NotAvailable with the hint otherwise."""
@@ -631,6 +718,10 @@ def job_downstream(ctx: Context, project: str) -> Row:
         version = output(["git", "-C", path, "rev-parse", "--short", "HEAD"]
                          ).strip() or "?"
         source = f"checkout {path} ({version})"
+    given = dep_checkouts(ctx.args)
+    wanted = git_deps(path)
+    deps = [given[n] for n in wanted if n in given]
+    from_pypi = [n for n in wanted if n not in given]
     constraints = PYPI_CONSTRAINTS.get(project, {}).get(version, []) \
         if kind == "pypi" else []
     tests = getattr(ctx.args, f"{project}_tests") or (
@@ -642,12 +733,17 @@ def job_downstream(ctx: Context, project: str) -> Row:
                      + (f"; -k {ctx.args.k}" if ctx.args.k else "")
                      + (f"; constraints: {' '.join(constraints)}"
                         if constraints else ""))
+    if wanted:
+        row.notes.append("git dependencies (requirements.txt): " + ", ".join(
+            f"{n} ({'checkout ' + str(given[n]) if n in given else 'PyPI'})"
+            for n in wanted))
     for side, venv, name in (("fork", ctx.fork(), WARNING_FORK),
                              ("upstream", ctx.upstream(), WARNING_UPSTREAM)):
         log = ctx.log(project, side)
         spec = f"{path}{EXTRAS[project]}"
-        venv.installed.discard(spec)   # a new copy of the source each run
-        venv.need(log, spec, "pytest", "pytest-xdist",
+        for d in [*map(str, deps), spec]:
+            venv.installed.discard(d)   # a new copy of the source each run
+        venv.need(log, *map(str, deps), spec, "pytest", "pytest-xdist",
                   extra=[x for c in constraints for x in ("-c", _cfile(ctx, c))])
         xdist = ["-n", str(ctx.args.workers)] if ctx.args.workers > 1 else []
         res = pytest(venv, path / "test", targets, log,
@@ -670,6 +766,7 @@ def job_downstream(ctx: Context, project: str) -> Row:
             "pyopencl", project, "islpy", "pymbolic", "pytools", "genpy",
             "cgen", "codepy", "numpy", "pytest", "arraycontext", "modepy",
             "pytato").items()})
+    collection_not_run(project, row, from_pypi)
     return row
 
 
@@ -710,6 +807,7 @@ def plan(args: argparse.Namespace, name: str) -> str | None:
     try:
         if name in DOWNSTREAM:
             resolve_source(args, name)
+            dep_checkouts(args)
         elif name == "docs":
             need_sphinxconfig(args)
     except NotAvailable as e:
@@ -737,6 +835,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="test files relative to the source, or 'all'"
                         + (f" (default: {DEFAULT_LOOPY_TESTS})"
                            if p == "loopy" else " (default: all)"))
+    ap.add_argument("--git-dep", action="append", default=[],
+                    metavar="NAME=PATH",
+                    help="a checkout of a git dependency of the downstream "
+                    "projects (one that a checkout's requirements.txt "
+                    "installs from git, e.g. arraycontext=../arraycontext), "
+                    "installed with each project that lists it; repeatable")
     ap.add_argument("-k", help="pytest -k for the downstream suites")
     ap.add_argument("--workers", type=int, default=2,
                     help="pytest-xdist workers (default 2; upstream's CI: 4)")
