@@ -69,12 +69,12 @@ def test_series_applies_without_fuzz_or_offset():
     lines = proc.stdout.splitlines()
     whole = [ln for ln in lines if ln.startswith("ok  ") and "(pull request" not in ln]
     assert len(whole) == len(PIN.diff_files) > 0
-    # each pull request alone on its base: A, B, C and the fixes E and F on
-    # the pristine release, D on A and C; the fork-only patch in none
+    # each pull request alone on its base: A, B, D and the fixes E and F on
+    # the pristine release, C on A; the fork-only patch in none
     prs = series.read_pull_requests(PIN)
     assert {pr.name: pr.base for pr in prs} == {
         "fork-only": None, "A": "pristine", "B": "pristine", "E": "pristine",
-        "C": "pristine", "F": "pristine", "D": "A C"}
+        "C": "A", "F": "pristine", "D": "pristine"}
     for pr in prs:
         if pr.base is None:
             continue
@@ -82,8 +82,8 @@ def test_series_applies_without_fuzz_or_offset():
         assert len(applied) == len(series.pr_patches(prs, pr)), pr.name
     assert "pull request A on the pristine release:" in lines
     assert "pull request B on the pristine release:" in lines
-    assert "pull request C on the pristine release:" in lines
-    assert "pull request D on A C:" in lines
+    assert "pull request C on A:" in lines
+    assert "pull request D on the pristine release:" in lines
 
 
 def test_pull_requests_cover_the_series(tmp_path):
