@@ -1022,7 +1022,7 @@ EXPECT_K2 = ("h = np.empty(N, np.int32)\ncl.enqueue_copy(q, h, buf)\nq.finish()\
              "assert traced == [True], traced\n")
 case("custom-invoker-from-program-store",
      "kk = K('k2')\nkk(q, (16,), None, buf2, np.int32(0), np.int32(0))\n"
-     "enq, sa = prg._get_prg()._kernel_invokers['k2', 3]\n"
+     "enq, sa = kk._invokers['k2', 3]\n"
      "traced = []\n"
      "def enqueue(self, queue, gsize, lsize, *args, trace=False, **kw):\n"
      "    traced.append(trace)\n"
