@@ -6,7 +6,7 @@
     tools/series.py check [--test] every patch applies to the pristine sdist,
                                    in order, with no fuzz and no offset, and
                                    each pull request of pull-requests.ini
-                                   applies alone to its base (the pristine
+                                   applies alone to its base without fuzz (the pristine
                                    release or another pull request); --test
                                    also builds each pull request on its base
                                    and runs upstream's whole suite
@@ -168,9 +168,11 @@ def export(pin: upstream.Pin, tree: Path) -> None:
     print(f"exported {len(new)} patches to {outdir}")
 
 
-def apply_cleanly(tree: Path, patches: list[Path], label: str = "") -> int:
-    """Apply *patches* to *tree* with patch(1), refusing any fuzz or offset.
-    Returns the number of patches that did not apply cleanly."""
+def apply_cleanly(tree: Path, patches: list[Path], label: str = "",
+                  offset: bool = False) -> int:
+    """Apply *patches* to *tree* with patch(1), refusing any fuzz, and any
+    offset unless *offset*. Returns the number of patches that did not
+    apply cleanly."""
     bad = 0
     for p in patches:
         if not p.exists():
@@ -182,11 +184,13 @@ def apply_cleanly(tree: Path, patches: list[Path], label: str = "") -> int:
              "-i", str(p)], cwd=tree, text=True, check=False,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         out = proc.stdout
-        if proc.returncode or re.search(r"offset|fuzz|FAILED|reject", out):
+        refused = r"fuzz|FAILED|reject" if offset else r"offset|fuzz|FAILED|reject"
+        if proc.returncode or re.search(refused, out):
             print(f"DOES NOT APPLY CLEANLY{label}: {p.name}\n{out}")
             bad += 1
         else:
-            print(f"ok  {p.name}{label}")
+            moved = ", with an offset" if re.search("offset", out) else ""
+            print(f"ok  {p.name}{label}{moved}")
     return bad
 
 
@@ -241,8 +245,9 @@ def pr_patches(prs: list[PullRequest], pr: PullRequest) -> list[Path]:
 
 
 def check(pin: upstream.Pin, test: bool = False) -> int:
-    """Apply each patch with patch(1) and refuse any fuzz or offset: the
-    whole series in order, then each pull request alone on its base."""
+    """Apply each patch with patch(1) and refuse any fuzz: the whole
+    series in order, also without offset, then each pull request alone on
+    its base."""
     listed = {pin.packagefiles / f for f in pin.diff_files}
     present = set((pin.packagefiles / PATCH_DIR).glob("*.patch"))
     bad = 0
@@ -263,8 +268,11 @@ def check(pin: upstream.Pin, test: bool = False) -> int:
             extract_pristine(pin, tree)
             on = "the pristine release" if pr.base == "pristine" else pr.base
             print(f"pull request {pr.name} on {on}:")
+            # alone, a pull request may land at an offset (as on any
+            # branch that moved), never with fuzz
             bad += apply_cleanly(tree, pr_patches(prs, pr),
-                                 label=f" (pull request {pr.name})")
+                                 label=f" (pull request {pr.name})",
+                                 offset=True)
     if test and not bad:
         for pr in prs:
             if pr.base is not None:
