@@ -62,6 +62,7 @@ from __future__ import annotations
 import argparse
 import configparser
 import contextlib
+import importlib.util
 import os
 import re
 import shutil
@@ -357,6 +358,17 @@ class Built:
             check=False)
 
 
+def reuse_compiled(tmp: str) -> list[str]:
+    """pip options under which prefixes that share their C++ share its
+    compiled objects: where ccache is installed (meson uses it) and this
+    Python has the build requirements, build without isolation, so that
+    every include path but the scratch directory's (which CCACHE_BASEDIR
+    makes relative) stays the same from build to build."""
+    have = all(importlib.util.find_spec(m) for m in
+               ["mesonpy", "mesonbuild", "nanobind", "numpy"])
+    return ["--no-build-isolation"] if have and shutil.which("ccache") else []
+
+
 @contextlib.contextmanager
 def built_fork(pin: upstream.Pin, patches: list[Path], label: str):
     """Build the fork with *patches* in place of the series, in a scratch
@@ -392,8 +404,11 @@ def built_fork(pin: upstream.Pin, patches: list[Path], label: str):
         target = Path(tmp) / "target"
         proc = subprocess.run(
             [sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-             "--disable-pip-version-check", "--target", str(target),
-             str(repo)], capture_output=True, text=True, check=False)
+             "--disable-pip-version-check", *reuse_compiled(tmp),
+             "--target", str(target), str(repo)],
+            capture_output=True, text=True, check=False,
+            env={**os.environ, "CCACHE_BASEDIR": tmp,
+                 "CCACHE_NOHASHDIR": "true"})
         if proc.returncode:
             print(f"BUILD FAILS: {label}:\n{proc.stdout[-2000:]}"
                   f"{proc.stderr[-2000:]}")
