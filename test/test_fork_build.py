@@ -72,11 +72,11 @@ def test_series_applies_without_fuzz():
     assert not [ln for ln in whole if "offset" in ln]
     assert len(whole) == len(PIN.diff_files) > 0
     # each pull request alone on its base: A, B, D and the fixes E and F on
-    # the pristine release, C on A; the fork-only patch in none
+    # the pristine release, C on A, H on F; the fork-only patch in none
     prs = series.read_pull_requests(PIN)
     assert {pr.name: pr.base for pr in prs} == {
         "fork-only": None, "A": "pristine", "B": "pristine", "E": "pristine",
-        "C": "A", "F": "pristine", "D": "pristine"}
+        "C": "A", "F": "pristine", "D": "pristine", "H": "F"}
     for pr in prs:
         if pr.base is None:
             continue
@@ -340,15 +340,29 @@ def _check_target(target: Path) -> None:
     assert proc.stdout.startswith(importlib.metadata.version("pyopencl"))
 
 
-def test_install_from_git_url(tmp_path):
-    # how downstream projects pin the fork
+README_GIT_FORMS = re.findall(r'^pip install ("[^"]*git\+file[^"]*"|\S*git\+file\S*)',
+                              (ROOT / "README.md").read_text(), flags=re.MULTILINE)
+
+
+def test_readme_shows_git_forms():
+    assert len(README_GIT_FORMS) == 2, README_GIT_FORMS
+
+
+@pytest.mark.parametrize("form", README_GIT_FORMS)
+def test_install_from_git_url(tmp_path, form):
+    # how downstream projects pin the fork: the README's forms, run by the
+    # pip of a fresh virtual environment (not upgraded), as a new user has it
     if run(["git", "rev-parse", "HEAD"], cwd=ROOT).returncode != 0:
         pytest.skip("not a git checkout")
     clone = tmp_path / "clone"
     assert run(["git", "clone", "-q", ROOT, clone]).returncode == 0
+    venv = tmp_path / "venv"
+    assert run([shutil.which("python3") or sys.executable, "-m", "venv",
+                venv]).returncode == 0
     target = tmp_path / "target"
-    proc = run([*PIP, "install", "--no-deps", "--target", target,
-                f"pyopencl @ git+file://{clone}"])
+    proc = run([venv / "bin" / "python", "-m", "pip", "install", "-q",
+                "--disable-pip-version-check", "--no-deps", "--target", target,
+                form.strip('"').replace("/path/to/clone", str(clone))])
     assert proc.returncode == 0, proc.stdout[-3000:]
     _check_target(target)
 
@@ -467,5 +481,66 @@ def test_build_switches_and_their_env_variables(tmp_path):
     assert proc.returncode != 0
     assert "OpenCL headers and ICD loader not found" in proc.stdout
     assert "libNoSuchOpenCL" in proc.stdout
+
+# }}}
+
+
+# {{{ wheels
+
+WHEEL_CHECK = """
+import warnings
+import numpy as np
+import pyopencl as cl
+ctx = cl.create_some_context(interactive=False)
+queue = cl.CommandQueue(ctx)
+prg = cl.Program(ctx, "__kernel void k(__global int *a) { a[0] = 1; }").build()
+buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4)
+prg.k(queue, (1,), None, buf)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    prg.k(queue, (1,), None, buf)
+a = np.zeros(1, np.int32)
+cl.enqueue_copy(queue, a, buf)
+assert a[0] == 1
+assert [w.category for w in caught] == [cl.RepeatedKernelRetrievalWarning]
+print(cl.__file__)
+"""
+
+
+def test_wheel_installs_without_a_compiler(tmp_path):
+    # bootstrap.sh wheels for this Python: a manylinux wheel with the ICD
+    # loader bundled, installed from the file alone into a fresh environment
+    # that has the run requirements and no build tools on its PATH
+    if run(["git", "rev-parse", "HEAD"], cwd=ROOT).returncode != 0:
+        pytest.skip("not a git checkout (the sdist step packs the commits)")
+    ver = "{}.{}".format(*sys.version_info[:2])
+    dist = tmp_path / "dist"
+    proc = run(["bash", ROOT / "bootstrap.sh", "wheels", ver], cwd=ROOT,
+               env=dict(os.environ, FORK_DIST=str(dist)))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    tag = f"cp{ver.replace('.', '')}"
+    (wheel,) = dist.glob(f"pyopencl-*-{tag}-{tag}-manylinux_*_x86_64.whl")
+    assert importlib.metadata.version("pyopencl") in wheel.name
+    (sdist,) = dist.glob("pyopencl-*.tar.gz")
+    sums = (dist / "SHA256SUMS").read_text()
+    assert wheel.name in sums and sdist.name in sums
+    with zipfile.ZipFile(wheel) as zf:
+        assert [n for n in zf.namelist() if "libOpenCL" in n]
+    show = run([Path(sys.executable).parent / "auditwheel", "show", wheel])
+    assert "manylinux_" in show.stdout, show.stdout
+
+    venv = tmp_path / "venv"
+    assert run([sys.executable, "-m", "venv", venv]).returncode == 0
+    vpip = [venv / "bin" / "python", "-m", "pip", "-q",
+            "--disable-pip-version-check", "install"]
+    proc = run([*vpip, "numpy", "pytools", "platformdirs", "typing_extensions"])
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    proc = run([*vpip, "--no-index", "--no-deps", wheel],
+               env=dict(os.environ, PATH=str(venv / "bin")))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    proc = run([venv / "bin" / "python", "-c", WHEEL_CHECK], cwd=tmp_path,
+               env=dict(os.environ, PATH=str(venv / "bin")))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert str(venv) in proc.stdout
 
 # }}}

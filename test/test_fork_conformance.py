@@ -1312,6 +1312,14 @@ def message_key(out: dict) -> str:
     return ADDRESS.sub("0x?", out["msg"])
 
 
+# The one class the fork changes on purpose (pull request H): where
+# 2026.1.4 raised RuntimeError 'std::bad_cast' for an argument it could not
+# convert, the fork raises TypeError or OverflowError naming the argument.
+def named_conversion_error(up_exc: str, up_msg: str, fork_exc: str) -> bool:
+    return (up_exc == "builtins.RuntimeError" and up_msg.endswith("std::bad_cast")
+            and fork_exc in ("builtins.TypeError", "builtins.OverflowError"))
+
+
 SAME, BETTER, MISMATCH, CRASH, FORK_ONLY, FORK_HALF, ERROR = (
     "same", "better", "mismatch", "crash", "fork-only", "fork-half", "error")
 
@@ -1409,6 +1417,10 @@ def judge(c: Case, fork: dict, up: dict | None,
             BETTER, "upstream raised SystemError, the fork ok")
     if fork["ok"]:
         return MISMATCH, f"upstream raised {up['exc'][0]}, the fork ok"
+    if named_conversion_error(up["exc"][0], up["msg"], fork["exc"][0]):
+        if fork["enqueued"] and not up["enqueued"]:
+            return MISMATCH, "the fork enqueued before raising"
+        return BETTER, f"upstream raised std::bad_cast, the fork {fork['exc'][0]}"
     if fork["exc"][0] != up["exc"][0]:
         return MISMATCH, (f"upstream raised {up['exc'][0]}, the fork "
                           f"{fork['exc'][0]}")
