@@ -76,13 +76,12 @@ python_xy() {
   "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true
 }
 
-# build_stamp EXTRAS VENV: a hash of what the build of the fork into VENV
-# depends on: the build files, the pin (the sdist by its hash) and the series,
-# the extras and VENV's Python
+# build_stamp VENV: a hash of what a build of the fork into VENV depends on:
+# the build files, the pin (the sdist by its hash), the series and VENV's
+# Python
 build_stamp() {
   {
-    echo "$1"
-    "$2/bin/python" -c 'import sys; print(sys.version)'
+    "$1/bin/python" -c 'import sys; print(sys.version)'
     find meson.build pyproject.toml tools/upstream.py subprojects/pyopencl.wrap \
       subprojects/packagefiles -type f ! -name '*.tar.gz' -print0 | sort -z | xargs -0 sha256sum
   } | sha256sum | cut -d' ' -f1
@@ -91,27 +90,33 @@ build_stamp() {
 # ensure_fork EXTRAS [VENV PYTHON]: make the virtual environment VENV (default
 # $venv) with PYTHON (default python3) if it has none (given PYTHON: or one of
 # another X.Y), then build and install the fork with EXTRAS into it, unless
-# VENV holds the fork built from the same inputs (build_stamp)
+# VENV holds the fork built from the same inputs (build_stamp) with EXTRAS.
+# VENV/.fork-build-stamp: the stamp, then the extras installed with it.
 ensure_fork() {
-  local extras=$1 env=${2:-$venv} python=${3:-python3} stamp
+  local extras=$1 env=${2:-$venv} python=${3:-python3} stamp have=''
   if [[ ! -x $env/bin/python ]]; then
     "$python" -m venv "$env"
   elif [[ $# -ge 3 && $(python_xy "$env/bin/python") != "$(python_xy "$python")" ]]; then
     echo "$env is not a Python $(python_xy "$python") environment: making it anew" >&2
     "$python" -m venv --clear "$env"
   fi
-  stamp=$(build_stamp "$extras" "$env")
-  if [[ -f $env/.fork-build-stamp && $(<"$env/.fork-build-stamp") == "$stamp" ]] &&
+  stamp=$(build_stamp "$env")
+  if [[ -f $env/.fork-build-stamp && $(head -n 1 "$env/.fork-build-stamp") == "$stamp" ]] &&
     "$env/bin/python" -c 'import pyopencl' 2>/dev/null; then
-    echo "$env holds the fork built from these patches and build files: not rebuilding" >&2
-    return
+    have=$(tail -n +2 "$env/.fork-build-stamp" | tr '\n' ' ')
+    if [[ " $have " == *" $extras "* ]]; then
+      echo "$env holds the fork built from these patches and build files: not rebuilding" >&2
+      return
+    fi
   fi
+  # the extras installed with the same build stay installed
+  extras=$(printf '%s\n' $have "$extras" | sort -u | paste -sd, -)
   rm -f "$env/.fork-build-stamp"
   "$env/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
   echo "building and installing the fork into $env (about a minute)" >&2
   "$env/bin/python" -m pip install -q --disable-pip-version-check ".[$extras]"
   "$env/bin/python" -c 'import pyopencl; print("installed pyopencl", pyopencl.VERSION_TEXT)'
-  echo "$stamp" >"$env/.fork-build-stamp"
+  printf '%s\n' "$stamp" ${extras//,/ } >"$env/.fork-build-stamp"
 }
 
 # }}}
