@@ -1320,6 +1320,24 @@ def named_conversion_error(up_exc: str, up_msg: str, fork_exc: str) -> bool:
             and fork_exc in ("builtins.TypeError", "builtins.OverflowError"))
 
 
+def caught_conversion_error(fork_result: str, up_result: str) -> bool:
+    """Whether two results differ only in the exception a case caught into
+    ``extra`` (the last part, as ``<class 'NAME'>: message``), and there by
+    the rule of :func:`named_conversion_error`."""
+    def split(result: str) -> tuple[str, str]:
+        rest, _, extra = result.rpartition("|extra:")
+        return rest, bytes.fromhex(extra).decode(errors="replace")
+
+    if "extra:" not in fork_result or "extra:" not in up_result:
+        return False
+    (f_rest, f_text), (u_rest, u_text) = split(fork_result), split(up_result)
+    pattern = re.compile(r"<class '(?:builtins\.)?([\w.]+)'>: (.*)", re.DOTALL)
+    fm, um = pattern.fullmatch(f_text), pattern.fullmatch(u_text)
+    return (f_rest == u_rest and fm is not None and um is not None
+            and named_conversion_error(f"builtins.{um[1]}", um[2],
+                                       f"builtins.{fm[1]}"))
+
+
 SAME, BETTER, MISMATCH, CRASH, FORK_ONLY, FORK_HALF, ERROR = (
     "same", "better", "mismatch", "crash", "fork-only", "fork-half", "error")
 
@@ -1407,6 +1425,10 @@ def judge(c: Case, fork: dict, up: dict | None,
         if not fork["ok"]:
             return MISMATCH, "upstream ok, the fork raised"
         if fork["result"] != up["result"]:
+            if (caught_conversion_error(fork["result"], up["result"])
+                    and fork["ret"] == up["ret"]):
+                return BETTER, ("the caught exception: upstream's std::bad_cast, "
+                                "the fork's names the argument")
             return MISMATCH, "different results"
         if fork["ret"] != up["ret"]:
             return MISMATCH, f"returns {fork['ret']}, upstream {up['ret']}"
