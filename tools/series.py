@@ -434,9 +434,9 @@ def build_and_test(pin: upstream.Pin, patches: list[Path], full: bool,
             tests = sorted({str(tree / t) for t in
                             [*touched, "test/test_wrapper.py"]})
         proc = built.pytest(
-            # as the rootdir (tmp) names it; fails in this environment
-            "--deselect",
-            f"{tree.relative_to(built.tmp)}/test/test_array.py::test_xdg_cache_home",
+            # fails in this environment (test/upstream-known-failures.txt);
+            # by name, whatever rootdir pytest picks for the tree
+            "-k", "not test_xdg_cache_home",
             *tests)
         last = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
         status = "ok  " if proc.returncode == 0 else "FAIL"
