@@ -72,11 +72,12 @@ def test_series_applies_without_fuzz():
     assert not [ln for ln in whole if "offset" in ln]
     assert len(whole) == len(PIN.diff_files) > 0
     # each pull request alone on its base: A, B, D and the fixes E and F on
-    # the pristine release, C on A, H on F; the fork-only patch in none
+    # the pristine release, C on A, H on F, G on C and H; the fork-only
+    # patch in none
     prs = series.read_pull_requests(PIN)
     assert {pr.name: pr.base for pr in prs} == {
         "fork-only": None, "A": "pristine", "B": "pristine", "E": "pristine",
-        "C": "A", "F": "pristine", "D": "pristine", "H": "F"}
+        "C": "A", "F": "pristine", "D": "pristine", "H": "F", "G": "C H"}
     for pr in prs:
         if pr.base is None:
             continue

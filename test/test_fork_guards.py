@@ -38,3 +38,27 @@ def test_kept_invokers_make_no_reference_cycle(ctx_factory: cl.CtxFactory):
         assert prg_ref() is None
     finally:
         gc.enable()
+
+
+def test_kernel_subclass_launches_through_its_overrides(
+        ctx_factory: cl.CtxFactory):
+    # G launches a Kernel's valid call in C++, but only for Kernel itself:
+    # a subclass's _set_arg_multi keeps being called, as on 2026.1.4
+    ctx = ctx_factory()
+    queue = cl.CommandQueue(ctx)
+    prg = cl.Program(ctx, """
+        __kernel void k(__global int *x, int a) { x[get_global_id(0)] = a; }
+        """).build()
+    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4)
+
+    class CountingKernel(cl.Kernel):
+        calls = 0
+
+        def _set_arg_multi(self, indices_and_args):
+            CountingKernel.calls += 1
+            super()._set_arg_multi(indices_and_args)
+
+    knl = CountingKernel(prg, "k")
+    knl(queue, (1,), None, buf, np.int32(1))
+    knl.set_args(buf, np.int32(2))
+    assert CountingKernel.calls == 2

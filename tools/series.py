@@ -551,14 +551,20 @@ def run_added_test_once(built: Built, path: str, name: str) -> tuple[bool, str]:
 def tests_fail(pin: upstream.Pin, only: list[str], runs: int = 1) -> int:
     """For each patch that adds test functions: build the patches before
     it plus that patch's test hunks alone, run the functions it adds, and
-    report each that passes there."""
+    report each that passes there. A patch of tests alone tests the code
+    of the patches of its pull request before it: those are left out
+    too."""
     need_test_modules()
+    prs = read_pull_requests(pin)
     rows: list[tuple[str, str, str]] = []
     attention = 0
     for k, patch in enumerate(pin.series):
         tests = added_tests(patch)
         if not tests or (only and patch.name[:4] not in only):
             continue
+        if all(path.startswith("test/") for path, _ in diff_sections(patch)[1]):
+            pr = next(pr for pr in prs if patch in pr.patches)
+            k = pin.series.index(pr.patches[0])
         with tempfile.TemporaryDirectory() as tmp:
             cut = test_hunks(patch, Path(tmp) / patch.name)
             with built_fork(pin, [*pin.series[:k], cut],
