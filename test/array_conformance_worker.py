@@ -11,7 +11,9 @@ namespace; *setup* runs first, then each step. A step that is one
 expression is evaluated and its value described; any other step is
 executed. Each step answers ``{"value": ...}`` or ``{"exc": "module.qualname",
 "msg": ...}``, and ``events``: ``len(x.events)`` for each array bound to a
-name of the namespace after the step. The answer of a case::
+name of the namespace after the step, and ``warnings``: those the step
+issued (recorded with the "always" filter), as test/conformance_worker.py
+describes them (a step is compiled as the file ``<case>``). The answer of a case::
 
     {"id": ..., "steps": [...]}  or  {"id": ..., "setup_error": "..."}
     or  {"id": ..., "skip": "why"}
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 import warnings
@@ -52,6 +55,29 @@ DTYPES = {
 
 def _type_name(t: type) -> str:
     return f"{t.__module__}.{t.__qualname__}"
+
+
+CASE_FILE = "<case>"
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+_PACKAGE_DIR: list[str] = []
+
+
+def _warning(w: warnings.WarningMessage) -> dict:
+    """One recorded warning: its class, message and the file it points at."""
+    filename, text = str(w.filename), str(w.message)
+    for d in _PACKAGE_DIR:
+        text = text.replace(d, "<pyopencl>")
+    if filename == CASE_FILE:
+        place = "case"
+    elif filename.startswith("<generated"):
+        place = "generated"
+    elif any(filename.startswith(d) for d in _PACKAGE_DIR):
+        place = "pyopencl"
+    else:
+        place = "other"
+    return {"category": _type_name(w.category),
+            "msg": _ADDRESS.sub("0x?", text)[:300], "place": place,
+            "line": w.lineno if place == "case" else None}
 
 
 class Meta:
@@ -83,6 +109,7 @@ class Worker:
         import pyopencl.array as cla
 
         self.np, self.cl, self.cla = np, cl, cla
+        _PACKAGE_DIR[:] = [os.path.dirname(os.path.abspath(cl.__file__))]
         self.ctx = cl.create_some_context(interactive=False)
         dev = self.ctx.devices[0]
         self.q = cl.CommandQueue(self.ctx)
@@ -187,20 +214,23 @@ class Worker:
             return {"setup_error": f"{_type_name(type(e))}: {str(e)[:300]}"}
         steps = []
         for step in case["steps"]:
-            try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
                 try:
-                    compiled = compile(step, "<step>", "eval")
-                except SyntaxError:
-                    exec(compile(step, "<step>", "exec"), ns)
-                    out = {"value": None}
-                else:
-                    value = eval(compiled, ns)
-                    # the events first: reading back adds none, but the
-                    # description must not depend on that
-                    evs = self.events(ns)
-                    out = {"value": self.describe(value), "events": evs}
-            except Exception as e:
-                out = {"exc": _type_name(type(e)), "msg": str(e)[:300]}
+                    try:
+                        compiled = compile(step, CASE_FILE, "eval")
+                    except SyntaxError:
+                        exec(compile(step, CASE_FILE, "exec"), ns)
+                        out = {"value": None}
+                    else:
+                        value = eval(compiled, ns)
+                        # the events first: reading back adds none, but the
+                        # description must not depend on that
+                        evs = self.events(ns)
+                        out = {"value": self.describe(value), "events": evs}
+                except Exception as e:
+                    out = {"exc": _type_name(type(e)), "msg": str(e)[:300]}
+            out["warnings"] = [_warning(w) for w in caught]
             out.setdefault("events", self.events(ns))
             steps.append(out)
         return {"steps": steps}

@@ -13,10 +13,12 @@ kernels, fresh result buffers with a known fill) in a fresh namespace, runs
 *setup*, takes a snapshot of the result buffers, runs *code*, finishes the
 queues and answers one of::
 
-    {"ok": true, "result": "<hex of the result buffers>", "ret": "<type>"}
+    {"ok": true, "result": "<hex of the result buffers>", "ret": "<type>",
+     "warnings": [...]}
     {"ok": false, "exc": ["<module.qualname>" for each class of the MRO],
      "msg": "<str(e)[:300]>", "msg_key": "<str(e), memory addresses as 0x?>",
-     "result": "<hex of the result buffers>", "enqueued": <bool>}
+     "result": "<hex of the result buffers>", "enqueued": <bool>,
+     "warnings": [...]}
     {"setup_error": "..."}
 
 *enqueued* says whether the result buffers changed between the snapshot and
@@ -25,6 +27,14 @@ enqueued; *result* is what they hold then (a failing case may enqueue
 something before its error, as upstream may). *code* that is one
 expression is evaluated, and the type of its value is *ret*; otherwise
 *ret* is the type of the variable ``ret``.
+
+*warnings* are those *code* issued (all of them: recorded with the
+"always" filter), each ``{"category": "module.qualname", "msg": "<the
+message, as msg_key>", "place": ..., "line": ...}``, where *place* says
+which file the warning points at: "case" (*code*, compiled as the file
+``<case>``; *line* is then its line), "setup", "generated" (an invoker
+pyopencl generated), "pyopencl" (a file of the pyopencl package), "worker"
+(this file) or "other".
 
 Everything else the process prints goes to stderr: stdout is the protocol.
 Nothing here is upstream PyOpenCL code; it only calls its public API.
@@ -103,6 +113,13 @@ __kernel void k2(__global int *out, int x, int y)
     if (i < N) out[i] = (int) ((uint) out[i] * 3u + (uint) x + (uint) y * (uint) i);
 }}
 
+// a float, then an int: a declared float32 converted before an int refuses
+__kernel void kf(__global int *out, float y, int x)
+{{
+    size_t i = IDX;
+    if (i < N) out[i] = (int) y + x + (int) i;
+}}
+
 __kernel void k5(__global int *out, char a, short b, long c, double d)
 {{
     size_t i = IDX;
@@ -135,7 +152,9 @@ __kernel void kt(__global T *out, T x MORE)
 """
 
 # names a case may use that are made only when its text mentions them
-_LAZY = re.compile(r"\b(prg|knl|kp|kl|k0|k2|k5|ko|K|evt|ctx2|q2|svm|svm_ary)\b")
+_LAZY = re.compile(
+    r"\b(prg|knl|kp|kl|kf|k0|k2|k5|ko|K|evt|ctx2|q2|svm|svm_ary)\b")
+KERNELS = ("knl", "kp", "kl", "kf", "k0", "k2", "k5", "ko")
 
 
 def _class_names(exc: BaseException) -> list[str]:
@@ -163,9 +182,36 @@ def _message_key(exc: BaseException) -> str:
         text = str(exc)
     except Exception as e:
         return f"<str() failed: {type(e).__name__}>"
+    return _key(text)[:20000]
+
+
+def _key(text: str) -> str:
     for d in _PACKAGE_DIR:
         text = text.replace(d, "<pyopencl>")
-    return _ADDRESS.sub("0x?", text)[:20000]
+    return _ADDRESS.sub("0x?", text)
+
+
+CASE_FILE = "<case>"
+
+
+def _warning(w: warnings.WarningMessage) -> dict:
+    """One recorded warning: its class, message and the file it points at."""
+    c, filename = w.category, str(w.filename)
+    if filename == CASE_FILE:
+        place = "case"
+    elif filename == "<setup>":
+        place = "setup"
+    elif filename.startswith("<generated"):
+        place = "generated"
+    elif any(filename.startswith(d) for d in _PACKAGE_DIR):
+        place = "pyopencl"
+    elif os.path.abspath(filename) == os.path.abspath(__file__):
+        place = "worker"
+    else:
+        place = "other"
+    return {"category": f"{c.__module__}.{c.__qualname__}",
+            "msg": _key(str(w.message))[:300], "place": place,
+            "line": w.lineno if place == "case" else None}
 
 
 class Worker:
@@ -228,13 +274,13 @@ class Worker:
                               hostbuf=self.fill2),
         }
         used = set(_LAZY.findall(text))
-        if used & {"prg", "knl", "kp", "kl", "k0", "k2", "k5", "ko", "K"}:
+        if used & {"prg", "K", *KERNELS}:
             # a fresh program, so that no case sees what an earlier one left
             # in a program (the fork keeps invokers per program)
             prg = cl.Program(ctx, ctx.devices, self.binaries).build()
             ns["prg"] = prg
             ns["K"] = lambda name: cl.Kernel(prg, name)
-            for name in ("knl", "kp", "kl", "k0", "k2", "k5", "ko"):
+            for name in KERNELS:
                 if name in used:
                     ns[name] = cl.Kernel(prg, "k" if name == "knl" else name)
         if "evt" in used:
@@ -288,22 +334,29 @@ class Worker:
         except Exception as e:
             return {"setup_error": f"{type(e).__name__}: {_message(e)}"}
 
-        try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             try:
-                compiled = compile(code, "<case>", "eval")
-            except SyntaxError:
-                exec(compile(code, "<case>", "exec"), ns)
-                value = ns.get("ret")
+                try:
+                    compiled = compile(code, CASE_FILE, "eval")
+                except SyntaxError:
+                    exec(compile(code, CASE_FILE, "exec"), ns)
+                    value = ns.get("ret")
+                else:
+                    value = eval(compiled, ns)
+            except Exception as e:
+                error: Exception | None = e
             else:
-                value = eval(compiled, ns)
-        except Exception as e:
+                error = None
+        warned = [_warning(w) for w in caught]
+        if error is not None:
             after = self.read_back(ns)
-            return {"ok": False, "exc": _class_names(e), "msg": _message(e),
-                    "msg_key": _message_key(e), "result": after,
-                    "enqueued": after != before}
+            return {"ok": False, "exc": _class_names(error), "msg": _message(error),
+                    "msg_key": _message_key(error), "result": after,
+                    "enqueued": after != before, "warnings": warned}
         ret = type(value)
         return {"ok": True, "result": self.read_back(ns),
-                "ret": f"{ret.__module__}.{ret.__qualname__}"}
+                "ret": f"{ret.__module__}.{ret.__qualname__}", "warnings": warned}
 
 
 def main() -> int:
