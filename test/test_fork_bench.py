@@ -5,10 +5,9 @@ a positive time and a ratio, and that every sort is right (the #830
 reproducer, a bitonic sort in each style, checked against numpy: a guard,
 since it passes on 2026.1.4 too).
 
-No test asserts a time, with one exception in the series itself: C's
-test_launch_overhead (upstream's test/test_wrapper.py) asserts ratios of
-launch paths timed in one call of
-pyopencl.characterize.performance.get_launch_overhead, with wide margins.
+No test asserts a time. test_launches_stay_cheap is the guard that
+launches do not get slow again: it asserts ratios of instruction counts
+(callgrind, the Python thread), which repeat from run to run.
 """
 
 from __future__ import annotations
@@ -103,10 +102,12 @@ def test_quick_benchmark_beside_upstream(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def _instruction_counts(launches: str, *paths: str) -> dict[str, list[str]]:
+def _instruction_counts(launches: str, *paths: str,
+                        main_thread: bool = False) -> dict[str, list[str]]:
     # bench/instructions.py: per path its row (count, ratio), in the order asked
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "instructions.py"),
+         *(["--main-thread"] if main_thread else []),
          "--launches", launches, *paths],
         capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -131,6 +132,25 @@ def test_instruction_counts_array_operation():
     rows = _instruction_counts("100,300", "kept_numpy", "add")
     assert 0 < _thousands(rows["kept_numpy"]) < _thousands(rows["add"])
     assert rows["add"][1].endswith("x")  # its ratio to kept_numpy
+
+
+def test_launches_stay_cheap():
+    # The guard of pull request C (0014-0015), by instructions on the Python
+    # thread, which repeat from run to run (a clock on a shared machine
+    # does not): a kept kernel called with numpy scalars costs at most twice
+    # a launch with declared scalar types (set_arg catching an exception
+    # per kind tried costs many times that), and a kernel created at every
+    # launch costs at most a C loop's clCreateKernel and launch plus three
+    # kept-kernel launches (generating its invoker anew costs many times
+    # that)
+    rows = _instruction_counts("300,900", "kept_numpy", "kept_dtypes",
+                               "c_create", "retrieve_get_kernel",
+                               main_thread=True)
+    kept_numpy, kept_dtypes, c_create, retrieve = (
+        _thousands(rows[p]) for p in ["kept_numpy", "kept_dtypes", "c_create",
+                                      "retrieve_get_kernel"])
+    assert kept_numpy <= 2 * kept_dtypes, rows
+    assert retrieve <= c_create + 3 * kept_numpy, rows
 
 
 def test_instruction_counts_bad_input():

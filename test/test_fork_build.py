@@ -71,13 +71,13 @@ def test_series_applies_without_fuzz():
     whole = [ln for ln in lines if ln.startswith("ok  ") and "(pull request" not in ln]
     assert not [ln for ln in whole if "offset" in ln]
     assert len(whole) == len(PIN.diff_files) > 0
-    # each pull request alone on its base: A, B, D and the fixes E and F on
-    # the pristine release, C on A, H on F, G on C and H; the fork-only
-    # patch in none
+    # each pull request alone on its base: A, B, C, D and the fixes E and F
+    # on the pristine release, H on F, G on C and H; the fork-only patch in
+    # none
     prs = series.read_pull_requests(PIN)
     assert {pr.name: pr.base for pr in prs} == {
         "fork-only": None, "A": "pristine", "B": "pristine", "E": "pristine",
-        "C": "A", "F": "pristine", "D": "pristine", "H": "F", "G": "C H"}
+        "C": "pristine", "F": "pristine", "D": "pristine", "H": "F", "G": "C H"}
     for pr in prs:
         if pr.base is None:
             continue
@@ -86,7 +86,7 @@ def test_series_applies_without_fuzz():
         assert len(applied) == len(series.pr_patches(prs, pr)), pr.name
     assert "pull request A on the pristine release:" in lines
     assert "pull request B on the pristine release:" in lines
-    assert "pull request C on A:" in lines
+    assert "pull request C on the pristine release:" in lines
     assert "pull request D on the pristine release:" in lines
 
 
