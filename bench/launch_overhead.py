@@ -14,7 +14,13 @@ each as microseconds per operation and as a ratio to the raw kept-kernel
 launch, and checked against numpy; so are three operations of a real
 client, reikna 0.9 (two FFTs and a matrix product, built once, which
 launch kept kernels as ``kernel(queue, global_size, local_size, *args)``),
-shown beside upstream's as a ratio fork/upstream. The #830 workload, a
+shown beside upstream's as a ratio fork/upstream; so are two more released
+clients, a pyclesperanto-prototype 0.24.6 pipeline (a blur, a threshold, a
+weighted sum, the sum of all pixels) on 64x64 and 256x256 float32 images
+and silx 3.1.3's ``ImageProcessing.normalize`` (three kernels), each
+output compared byte for byte between the columns. The clients are
+installed on first use into each column's virtual environment
+(``--no-real-clients`` skips all of them). The #830 workload, a
 bitonic sort with a swap-pairs kernel, runs in each dispatch style and is
 checked against numpy's sort.
 
@@ -111,6 +117,19 @@ REIKNA_OPS = [
     ("reikna_fft64x64", "FFT, 64x64 complex64"),
     ("reikna_matmul32", "MatrixMul, 32x32 float32"),
 ]
+# two more real clients, their released versions: installed with --no-deps
+# (pyclesperanto-prototype 0.24.6 pins numpy<2) and then their other
+# requirements, numpy and pyopencl kept as the environment has them
+CLIENT_REQS = ["pyclesperanto-prototype==0.24.6", "silx==3.1.3"]
+CLIENT_DEPS = ["toolz", "scikit-image!=0.20.0,>=0.18.0", "matplotlib",
+               "transforms3d", "packaging", "h5py>=3", "fabio", "pydantic>=2",
+               "filelock"]
+CLIENT_OPS = [
+    ("cle_pipeline64", "pyclesperanto: blur, >, add, sum; 64x64"),
+    ("cle_pipeline256", "pyclesperanto: blur, >, add, sum; 256x256"),
+    ("silx_normalize256", "silx ImageProcessing.normalize, 256x256"),
+]
+CLIENT_IMPORTS = "import pyclesperanto_prototype, silx.opencl.image"
 
 
 def sort_launches(n: int) -> list[int]:
@@ -456,14 +475,91 @@ def reikna_setup(setup: SimpleNamespace) -> SimpleNamespace:
         paths={k: setup.py_loop(op) for k, op in ops.items()}, check=check)
 
 
-def measure(launches: int, repeats: int, sort_sizes: list[int]) -> dict:
+def clients_setup(setup: SimpleNamespace) -> SimpleNamespace:
+    """The operations of CLIENT_OPS, each built once on *setup*'s device and
+    context: a pyclesperanto-prototype pipeline (a Gaussian blur, a
+    threshold, a weighted sum of two images, the sum of all pixels, which
+    returns a number to the host) and silx's ``ImageProcessing.normalize``
+    (a two-stage min/max reduction and a map: three kernels), each on its
+    own queue, which the timing drains. check() gives each output's bytes,
+    which main() compares between the columns. No paths (and a note) for a
+    client that is not installed."""
+    np, ctx = setup.np, setup.ctx
+    dev = ctx.devices[0]
+    rng = np.random.default_rng(1234)
+    ops, outputs, queues = {}, {}, {}
+    try:
+        import pyclesperanto_prototype as cle
+    except ImportError as e:
+        setup.notes.append(f"pyclesperanto-prototype not installed ({e}): "
+                           "no rows")
+    else:
+        cle.select_device(dev.name)
+        for n in (64, 256):
+            src = cle.push(rng.random((n, n), dtype=np.float32))
+            blurred, binary, out = (cle.create_like(src) for _ in range(3))
+
+            def pipeline(src=src, blurred=blurred, binary=binary, out=out):
+                cle.gaussian_blur(src, blurred, sigma_x=1, sigma_y=1)
+                cle.greater_constant(blurred, binary, constant=0.5)
+                cle.add_images_weighted(blurred, binary, out, factor1=1,
+                                        factor2=0.5)
+                return cle.sum_of_all_pixels(out)
+
+            key = f"cle_pipeline{n}"
+            ops[key], queues[key] = pipeline, cle.get_device().queue
+            outputs[key] = lambda p=pipeline, out=out: (
+                cle.pull(out).tobytes() + np.float32(p()).tobytes())
+    try:
+        from silx.opencl.image import ImageProcessing
+
+        import pyopencl.array as cl_array
+    except ImportError as e:
+        setup.notes.append(f"silx not installed ({e}): no row")
+    else:
+        h = rng.random((256, 256), dtype=np.float32)
+        ip = ImageProcessing(shape=h.shape, ctx=ctx)
+        img = cl_array.to_device(ip.queue, h)
+        out = cl_array.empty(ip.queue, h.shape, np.float32)
+        ops["silx_normalize256"] = lambda: ip.normalize(img, copy=False, out=out)
+        queues["silx_normalize256"] = ip.queue
+        outputs["silx_normalize256"] = lambda: ip.normalize(
+            img, copy=False, out=out).get().tobytes()
+
+    def loop(body, queue):
+        def run(count):
+            t0 = time.perf_counter()
+            for _ in range(count):
+                body()
+            queue.finish()
+            return time.perf_counter() - t0
+        return run
+
+    def check() -> dict[str, str]:
+        import hashlib
+        return {k: hashlib.sha256(f()).hexdigest()[:16]
+                for k, f in outputs.items()}
+
+    return SimpleNamespace(
+        paths={k: loop(op, queues[k]) for k, op in ops.items()}, check=check)
+
+
+def no_clients(setup: SimpleNamespace) -> SimpleNamespace:
+    return SimpleNamespace(paths={}, check=dict)
+
+
+def measure(launches: int, repeats: int, sort_sizes: list[int],
+            real_clients: bool = True) -> dict:
     """Time every path in this process. The paths are interleaved: each of
     the *repeats* rounds times every path once, and each path keeps its best
     round, so a slow spell of a noisy machine hits all paths alike."""
     tmp = tempfile.TemporaryDirectory()
     setup = launch_setup(Path(tmp.name))
     arrays = array_setup(setup)
-    reikna = reikna_setup(setup)
+    reikna = (reikna_setup if real_clients else no_clients)(setup)
+    clients = (clients_setup if real_clients else no_clients)(setup)
+    if not real_clients:
+        setup.notes.append("--no-real-clients: no real-client rows")
     cl, np = setup.cl, setup.np
     ctx, queue, prg = setup.ctx, setup.queue, setup.prg
     new_kernel, c_loop, ct = setup.new_kernel, setup.c_loop, setup.ct
@@ -481,15 +577,18 @@ def measure(launches: int, repeats: int, sort_sizes: list[int]) -> dict:
         "launch": {},
         "array": {},
         "reikna": {},
+        "clients": {},
         "sort": {},
     }
 
     # the array operations take part in the same rounds as the launch paths
-    all_paths = {**paths, **arrays.paths, **reikna.paths}
+    all_paths = {**paths, **arrays.paths, **reikna.paths, **clients.paths}
     counts = dict.fromkeys(all_paths, launches)
     counts.update(dict.fromkeys(RETRIEVAL_PATHS, max(launches // 10, 10)))
     counts.update(dict.fromkeys([*arrays.paths, *reikna.paths],
                                 max(launches // 5, 10)))
+    # a pipeline of the clients is milliseconds on PoCL
+    counts.update(dict.fromkeys(clients.paths, max(launches // 50, 5)))
     best = dict.fromkeys(all_paths, float("inf"))
     with warnings.catch_warnings():
         # the point of 'retrieve_attr' is the repeated retrieval
@@ -500,8 +599,12 @@ def measure(launches: int, repeats: int, sort_sizes: list[int]) -> dict:
             for key, run in all_paths.items():
                 best[key] = min(best[key], run(counts[key]) / counts[key])
         ok = {**arrays.check(), **reikna.check()}
+        digests = clients.check()
     for key, t in best.items():
-        if key in ok:
+        if key in digests:
+            result["clients"][key] = {"us": 1e6 * t, "digest": digests[key],
+                                      "ops": counts[key]}
+        elif key in ok:
             section = "array" if key in arrays.paths else "reikna"
             result[section][key] = {"us": 1e6 * t, "ok": ok[key],
                                     "ops": counts[key]}
@@ -617,7 +720,8 @@ def best_of_processes(results: list[dict]) -> dict:
     merged = copy.deepcopy(results[0])
 
     def sections(r: dict) -> list[dict]:
-        return [r["launch"], r["array"], r["reikna"], *r["sort"].values()]
+        return [r["launch"], r["array"], r["reikna"], r.get("clients", {}),
+                *r["sort"].values()]
 
     for i, section in enumerate(sections(merged)):
         for key, entry in section.items():
@@ -625,6 +729,8 @@ def best_of_processes(results: list[dict]) -> dict:
             entry["us"] = min(o["us"] for o in others)
             if "ok" in entry:
                 entry["ok"] = all(o["ok"] for o in others)
+            if "digest" in entry and len({o["digest"] for o in others}) > 1:
+                entry["digest"] = "differs between processes"
     add_launch_ratios(merged)
     add_sort_ratios(merged)
     merged["processes"] = len(results)
@@ -646,13 +752,14 @@ def upstream_python(venv: Path) -> Path:
              ("import importlib.metadata as m, sys; "
               "sys.exit(m.version('pyopencl') != sys.argv[1])"), version]
     if py.exists() and subprocess.run(check, check=False).returncode == 0:
-        # the array operations need Mako, which the wheel does not require,
-        # and the real-client rows reikna
-        has_them = [str(py), "-c", "import mako, reikna"]
+        # the array operations need Mako, which the wheel does not require
+        # (and the real-client rows reikna and the others: installed by
+        # ensure_real_clients)
+        has_them = [str(py), "-c", "import mako"]
         if subprocess.run(has_them, check=False,
                           capture_output=True).returncode != 0:
             subprocess.run([str(py), "-m", "pip", "install", "-q",
-                            "--disable-pip-version-check", "mako", REIKNA_REQ],
+                            "--disable-pip-version-check", "mako"],
                            check=True)
         return py
     print(f"making {venv} with upstream's pyopencl=={version} wheel",
@@ -660,8 +767,43 @@ def upstream_python(venv: Path) -> Path:
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run([str(py), "-m", "pip", "install", "-q",
                     "--disable-pip-version-check", "--only-binary", "pyopencl",
-                    f"pyopencl=={version}", "mako", REIKNA_REQ], check=True)
+                    f"pyopencl=={version}", "mako"], check=True)
     return py
+
+
+def ensure_real_clients(py: Path, env: dict | None, label: str) -> str | None:
+    """reikna, pyclesperanto-prototype and silx in the environment of the
+    column's interpreter *py*, installed on first use where that is a
+    virtual environment (numpy and pyopencl kept as they are); else a note
+    why not, and the rows say "not installed"."""
+    def ok(code: str) -> bool:
+        return subprocess.run([str(py), "-c", code], env=env, check=False,
+                              capture_output=True).returncode == 0
+    if ok(f"import mako, reikna; {CLIENT_IMPORTS}"):
+        return None
+    if env is not None or not ok("import sys; sys.exit(sys.prefix == sys.base_prefix)"):
+        return (f"{label}: the real clients are not all installed and {py} "
+                "is no virtual environment to install them into: install "
+                f"{REIKNA_REQ}, {' '.join(CLIENT_REQS)} (--no-deps) and "
+                "their requirements but numpy and pyopencl")
+    print(f"installing the real clients into {label}'s environment "
+          f"({py})", file=sys.stderr)
+    keep = subprocess.run(
+        [str(py), "-c", ("import numpy, importlib.metadata as m; "
+                         "print(f'numpy=={numpy.__version__}'); "
+                         "print(f\"pyopencl=={m.version('pyopencl')}\")")],
+        env=env, check=False, capture_output=True, text=True).stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        cfile = Path(tmp) / "keep.txt"
+        cfile.write_text(keep)
+        pip = [str(py), "-m", "pip", "install", "-q",
+               "--disable-pip-version-check", "-c", str(cfile)]
+        for cmd in ([*pip, "mako", REIKNA_REQ],
+                    [*pip, "--no-deps", *CLIENT_REQS], [*pip, *CLIENT_DEPS]):
+            if subprocess.run(cmd, check=False).returncode:
+                return (f"{label}: pip could not install the real clients "
+                        f"({' '.join(cmd[8:])})")
+    return None
 
 # }}}
 
@@ -736,6 +878,29 @@ def print_table(runs: dict[str, dict]) -> None:
         if any(not runs[n]["reikna"].get(key, {}).get("ok", True) for n in names):
             row += " WRONG RESULT"
         print(row)
+
+    if any(runs[n].get("clients") for n in names) or not all(
+            "--no-real-clients: no real-client rows" in runs[n]["notes"]
+            for n in names):
+        header = f"{'real clients: their releases (µs per call)':46}"
+        for name in names:
+            header += f" | {name:>9}"
+        header += " | fork/upstream" if both else ""
+        print("\n" + header)
+        print("-" * len(header))
+        for key, label in CLIENT_OPS:
+            row = f"{label:46}"
+            for name in names:
+                e = runs[name].get("clients", {}).get(key)
+                row += f" | {'not installed' if e is None else fmt_us(e):>9}"
+            e = runs["fork"].get("clients", {}).get(key) if both else None
+            if e is not None and "vs_upstream" in e:
+                row += f" | {fmt_ratio(e['vs_upstream']):>13}"
+                row += ("" if e["same_result"] else
+                        " RESULTS DIFFER between the columns")
+            print(row)
+        if both:
+            print("  each output compared byte for byte between the columns")
 
     for size in first["sort"]:
         launches = next(iter(first["sort"][size].values()))["launches"]
@@ -853,6 +1018,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="a directory holding upstream's installed pyopencl "
                     "(pip install --target), run with this interpreter "
                     "instead of the venv: for machines without a network")
+    ap.add_argument("--no-real-clients", dest="real_clients",
+                    action="store_false",
+                    help="skip the real clients' rows (reikna, "
+                    "pyclesperanto-prototype, silx), which are otherwise "
+                    "installed on first use into each column's virtual "
+                    "environment")
     ap.add_argument("--out", type=Path, default=ROOT / "bench-out",
                     help="directory for launch_overhead.json and .png")
     ap.add_argument("--measure-only", type=Path, metavar="JSON",
@@ -871,7 +1042,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.measure_only is not None:
         args.measure_only.write_text(json.dumps(
-            measure(args.launches, args.repeats, sizes)))
+            measure(args.launches, args.repeats, sizes, args.real_clients)))
         return 0
 
     # Each column is measured in a fresh process of its own, started the
@@ -892,6 +1063,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             py = upstream_python(args.upstream_venv)
         envs["upstream"] = (py, env)
+    install_notes = []
+    if args.real_clients:
+        for name, (py, env) in envs.items():
+            why = ensure_real_clients(py, env, name)
+            if why:
+                install_notes.append(why)
     # With --processes N, the columns' processes alternate N times and each
     # path keeps its best: on a shared machine a slow spell of seconds
     # otherwise falls on one column's process and not on the other's.
@@ -904,7 +1081,8 @@ def main(argv: list[str] | None = None) -> int:
                        "--measure-only", str(out),
                        "--launches", str(args.launches),
                        "--repeats", str(args.repeats),
-                       "--sort-sizes", ",".join(map(str, sizes))]
+                       "--sort-sizes", ",".join(map(str, sizes)),
+                       *([] if args.real_clients else ["--no-real-clients"])]
                 subprocess.run(cmd, check=True, cwd=tmp, env=env)
                 measured[name].append(json.loads(out.read_text()))
     runs = {name: best_of_processes(results)
@@ -915,10 +1093,16 @@ def main(argv: list[str] | None = None) -> int:
             for entry in run["array"].values():
                 entry["ratio_fork"] = entry["us"] / fork_ref["us"]
     if "upstream" in runs:
-        up = runs["upstream"]["reikna"]
-        for key, entry in runs["fork"]["reikna"].items():
-            if key in up:
-                entry["vs_upstream"] = entry["us"] / up[key]["us"]
+        for section in ("reikna", "clients"):
+            up = runs["upstream"].get(section, {})
+            for key, entry in runs["fork"].get(section, {}).items():
+                if key in up:
+                    entry["vs_upstream"] = entry["us"] / up[key]["us"]
+                    if "digest" in entry:
+                        entry["same_result"] = (
+                            entry["digest"] == up[key]["digest"]
+                            and "differs" not in entry["digest"])
+    runs[next(iter(runs))]["notes"].extend(install_notes)
 
     print_table(runs)
     args.out.mkdir(parents=True, exist_ok=True)

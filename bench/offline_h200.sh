@@ -6,6 +6,13 @@
 # upstream's pyopencl wheel) and debs/ (Debian's opencl-headers,
 # opencl-c-headers, ocl-icd-opencl-dev, ocl-icd-libopencl1), plus the pinned
 # sdist in subprojects/packagefiles/. Results go to $OUT.
+# The real clients' rows need their wheels in wheels/ too (installed into
+# /tmp/site with the rest; numpy is the machine's): reikna 0.9.0 and funcsigs;
+# silx 3.1.3 (cp312) and filelock; pyclesperanto-prototype 0.24.6, toolz,
+# transforms3d, lazy_loader, scikit-image (cp312) and scipy (cp312, which
+# needs numpy >= 2). With those, about 57 of the device tool's 64 MiB; without
+# pyclesperanto's (scipy alone is 35 MB) about 9; a client whose wheels are
+# missing has "not installed" rows.
 set -euo pipefail
 carry=${CARRY:-.h200}
 py=python3

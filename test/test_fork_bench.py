@@ -38,9 +38,22 @@ def run_bench(out: Path, *extra: str) -> dict:
     assert "real client: reikna 0.9" in proc.stdout
     for _key, label in lo.ARRAY_OPS + lo.REIKNA_OPS:
         assert label in proc.stdout
-    assert "reikna not installed" not in proc.stdout  # the test extra has it
     assert "WRONG RESULT" not in proc.stdout
-    return json.loads((out / "launch_overhead.json").read_text())["runs"]
+    runs = json.loads((out / "launch_overhead.json").read_text())["runs"]
+    if "--no-real-clients" in extra:
+        assert "real clients: their releases" not in proc.stdout
+        for run in runs.values():
+            assert run["reikna"] == run["clients"] == {}
+            assert "--no-real-clients: no real-client rows" in run["notes"]
+    else:
+        # installed on first use into each column's environment
+        assert "reikna not installed" not in proc.stdout
+        assert "real clients: their releases" in proc.stdout
+        for _key, label in lo.CLIENT_OPS:
+            assert label in proc.stdout
+        assert "not installed" not in proc.stdout
+        assert "RESULTS DIFFER" not in proc.stdout
+    return runs
 
 
 def check_run(run: dict) -> None:
@@ -59,11 +72,22 @@ def check_run(run: dict) -> None:
         assert entry["vs"] == lo.ARRAY_VS
         assert entry["ratio"] > 0
         assert entry["ratio_fork"] > 0
+    if not run["reikna"]:   # --no-real-clients
+        return check_sorts(run)
     assert list(run["reikna"]) == [k for k, _ in lo.REIKNA_OPS]
     for entry in run["reikna"].values():
         assert entry["ok"]
         assert entry["us"] > 0
         assert entry["ops"] > 0
+    assert list(run["clients"]) == [k for k, _ in lo.CLIENT_OPS]
+    for entry in run["clients"].values():
+        assert entry["us"] > 0
+        assert entry["ops"] > 0
+        assert len(entry["digest"]) == 16
+    check_sorts(run)
+
+
+def check_sorts(run: dict) -> None:
     for size in ["1024", "4096"]:
         styles = run["sort"][size]
         assert set(styles) == {k for k, _ in lo.SORT_STYLES}
@@ -80,7 +104,7 @@ def test_sort_launch_counts():
 
 
 def test_quick_benchmark(tmp_path):
-    runs = run_bench(tmp_path, "--no-upstream")
+    runs = run_bench(tmp_path, "--no-upstream", "--no-real-clients")
     assert list(runs) == ["fork"]
     check_run(runs["fork"])
 
@@ -94,6 +118,9 @@ def test_quick_benchmark_beside_upstream(tmp_path):
     assert "+" not in runs["upstream"]["pyopencl"]
     for entry in runs["fork"]["reikna"].values():
         assert entry["vs_upstream"] > 0
+    for entry in runs["fork"]["clients"].values():
+        assert entry["vs_upstream"] > 0
+        assert entry["same_result"]   # byte for byte between the columns
     try:
         import matplotlib  # noqa: F401
     except ImportError:

@@ -21,6 +21,12 @@ they come from PyPI, which can be too old for the checkout. A suite that
 fails at collection on both columns did not run: "not run" on both, with
 that hint, never a result.
 
+Two released clients, pyclesperanto-prototype 0.24.6 (its tests from a
+checkout, --pyclesperanto PATH: its sdist has none) and silx 3.1.3
+(silx.opencl's tests), run the same way and are compared per test: the
+same outcome and the same warnings (category and count) on both columns,
+or the difference, which fails the job; a test failing on both is listed.
+
 Where this differs from upstream's CI, by necessity: no conda (Debian's PoCL
 and ICD loader; pip for the rest); the lint jobs report what the series adds
 over the pristine sdist (upstream lints its git main, not the release; its
@@ -102,6 +108,7 @@ class Row:
     upstream: Result | None = None
     versions: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    comparison: dict | None = None   # per test (the released clients' jobs)
 
 
 def table(rows: list[Row]) -> str:
@@ -778,6 +785,335 @@ def _cfile(ctx: Context, spec: str) -> Path:
 # }}}
 
 
+# {{{ released clients: pyclesperanto-prototype, silx (per test, with warnings)
+
+@dataclass
+class Client:
+    dist: str            # the distribution installed, pinned
+    version: str
+    extras: tuple[str, ...] = ()
+    pyargs: str | None = None   # its tests inside the installed package
+    hint: str = ""              # where its tests come from otherwise
+    ascent: bool = False        # scipy.datasets.ascent, a stand-in
+
+
+CLIENTS = {
+    "pyclesperanto": Client(
+        "pyclesperanto-prototype", "0.24.6",
+        hint=("its sdist ships no tests (MANIFEST.in: recursive-exclude "
+              "tests *): pass --pyclesperanto PATH to a checkout of "
+              "clEsperanto/pyclesperanto_prototype (tag 0.24.6), whose "
+              "tests/ run against the release installed from PyPI")),
+    # silx's tests (sift's most of all) take their image from
+    # scipy.datasets.ascent, which downloads it (pooch, GitHub); without a
+    # network, a stand-in image of the same shape and dtype, the same on both
+    # columns (scipy is here as scikit-image's requirement; without it those
+    # tests skip)
+    "silx": Client("silx", "3.1.3", extras=("opencl",), pyargs="silx.opencl",
+                   ascent=True),
+}
+# what the environments have and keep: installed with --no-deps (the
+# pyclesperanto-prototype release pins numpy<2), their other requirements
+# from the release's metadata
+KEPT = {"pyopencl", "numpy"}
+
+# a pytest plugin: each test's outcome and the warnings recorded in it, as
+# JSON where $UPSTREAM_CI_RECORD says (the controller writes it, with xdist)
+RECORD_PLUGIN = r'''
+import json, os, re
+from collections import Counter
+
+_tests, _warnings = {}, {}
+
+
+def ascent_stand_in():
+    """In place of scipy.datasets.ascent (a 512x512 uint8 photograph that
+    pooch downloads): a fixed image with structure at several scales."""
+    import numpy as np
+    y, x = np.mgrid[0:512, 0:512].astype(np.float64)
+    img = (128 + 50 * np.sin(x / 17.0) * np.cos(y / 23.0)
+           + 30 * np.sin((x + 2 * y) / 41.0)
+           + 40 * ((x - 300) ** 2 + (y - 200) ** 2 < 60 ** 2)
+           - 40 * (abs(x - 120) + abs(y - 380) < 50)
+           + np.random.default_rng(1234).normal(0, 4, (512, 512)))
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
+def pytest_configure(config):
+    if os.environ.get("UPSTREAM_CI_ASCENT"):
+        try:
+            import scipy.datasets
+        except ImportError:
+            return
+        scipy.datasets.ascent = ascent_stand_in
+RANK = {"passed": 0, "skipped": 1, "xfailed": 1, "xpassed": 2, "failed": 3,
+        "error": 4}
+
+
+def _key(nodeid):
+    # the same test in either venv: no path up to site-packages
+    return re.sub(r"^.*?site-packages/", "", nodeid)
+
+
+def _message(report):
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None:
+        return crash.message.splitlines()[0] if crash.message else ""
+    if isinstance(report.longrepr, tuple):       # a skip: (file, line, why)
+        return str(report.longrepr[-1])
+    lines = [ln for ln in str(report.longrepr or "").splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else ""
+
+
+def _set(nodeid, outcome, message):
+    t = _tests.setdefault(_key(nodeid), {"outcome": "passed", "message": ""})
+    if RANK[outcome] > RANK[t["outcome"]]:
+        t["outcome"], t["message"] = outcome, message[:300]
+
+
+def pytest_runtest_logreport(report):
+    xfail = hasattr(report, "wasxfail")
+    if report.failed:
+        _set(report.nodeid, "failed" if report.when == "call" else "error",
+             _message(report))
+    elif report.skipped:
+        _set(report.nodeid, "xfailed" if xfail else "skipped", _message(report))
+    elif report.when == "call":
+        _set(report.nodeid, "xpassed" if xfail else "passed", "")
+
+
+def pytest_collectreport(report):
+    if report.failed:
+        _set(report.nodeid or "<collection>", "error", _message(report))
+
+
+def pytest_warning_recorded(warning_message, when, nodeid, location):
+    cat = warning_message.category
+    c = _warnings.setdefault(_key(nodeid) or f"<{when}>", Counter())
+    c[f"{cat.__module__}.{cat.__qualname__}"] += 1
+    first = str(warning_message.message).splitlines()
+    _warnings.setdefault("<messages>", {}).setdefault(
+        f"{cat.__module__}.{cat.__qualname__}", first[0][:200] if first else "")
+
+
+def pytest_sessionfinish(session):
+    if hasattr(session.config, "workerinput"):   # an xdist worker
+        return
+    with open(os.environ["UPSTREAM_CI_RECORD"], "w") as f:
+        json.dump({"tests": _tests, "warnings": _warnings}, f, indent=1)
+'''
+
+
+def canonical_warning(name: str) -> str:
+    """A warning category as both columns name it: the fork's
+    RepeatedKernelRetrievalWarning is upstream's RepeatedKernelRetrieval
+    (the old name is its alias in the fork)."""
+    if name == WARNING_FORK:
+        return WARNING_UPSTREAM
+    return name
+
+
+def read_record(path: Path) -> dict:
+    """The plugin's record: tests {id: {outcome, message}}, warnings {id:
+    Counter of canonical categories}, messages {category: first message}."""
+    data = json.loads(path.read_text())
+    warns = data.get("warnings", {})
+    messages = {canonical_warning(k): v
+                for k, v in warns.pop("<messages>", {}).items()}
+    return {"tests": data.get("tests", {}),
+            "warnings": {t: Counter({canonical_warning(k): n
+                                     for k, n in c.items()})
+                         for t, c in warns.items()},
+            "messages": messages}
+
+
+def show_warnings(c: Counter) -> str:
+    return ", ".join(f"{k} x{n}" for k, n in sorted(c.items())) or "none"
+
+
+def compare_records(fork: dict, up: dict) -> dict:
+    """Per test: the same outcome and the same warnings (category and count)
+    on both columns, or the difference. A test failing on both is listed,
+    not a difference."""
+    differences, both_failed = [], []
+    outcomes = Counter()
+    bad = {"failed", "error"}
+    for t in sorted(set(fork["tests"]) | set(up["tests"])):
+        f = fork["tests"].get(t, {"outcome": "not collected", "message": ""})
+        u = up["tests"].get(t, {"outcome": "not collected", "message": ""})
+        if f["outcome"] != u["outcome"]:
+            differences.append(
+                f"{t}: fork {f['outcome']}"
+                + (f" ({f['message']})" if f["outcome"] in bad else "")
+                + f", upstream {u['outcome']}"
+                + (f" ({u['message']})" if u["outcome"] in bad else ""))
+            continue
+        outcomes[f["outcome"]] += 1
+        if f["outcome"] in bad:
+            both_failed.append(f"{t} ({f['outcome']}: {f['message']})")
+    for t in sorted(set(fork["warnings"]) | set(up["warnings"])):
+        f = fork["warnings"].get(t, Counter())
+        u = up["warnings"].get(t, Counter())
+        if f != u:
+            differences.append(f"{t}: warnings fork {show_warnings(f)}, "
+                               f"upstream {show_warnings(u)}")
+    totals = {side: sum((c for c in rec["warnings"].values()), Counter())
+              for side, rec in (("fork", fork), ("upstream", up))}
+    return {"same": dict(outcomes), "differences": differences,
+            "failed_on_both": both_failed,
+            "warnings": {k: dict(v) for k, v in totals.items()}}
+
+
+def report_comparison(row: Row, cmp: dict, limit: int = 12) -> None:
+    """The fork's column fails on a difference only; the notes say it."""
+    same = cmp["same"]
+    n = sum(same.values())
+    row.notes.append(
+        f"per test: {n} with the same outcome on both ("
+        + ", ".join(f"{k} {v}" for k, v in sorted(same.items())) + "), "
+        f"{len(cmp['differences'])} differences")
+    fails = cmp["failed_on_both"]
+    if fails:
+        row.notes.append(
+            f"failed on both ({len(fails)}, not the fork's): "
+            + "; ".join(fails[:limit])
+            + (f"; ... {len(fails) - limit} more (results.json)"
+               if len(fails) > limit else ""))
+    w = cmp["warnings"]
+    row.notes.append(
+        "warnings (per test, category and count): "
+        + ("the same on every test" if not any(
+            "warnings" in d for d in cmp["differences"]) else "DIFFER")
+        + f"; fork {show_warnings(Counter(w['fork']))}; upstream "
+        f"{show_warnings(Counter(w['upstream']))}")
+    diffs = cmp["differences"]
+    if diffs:
+        row.fork.status = "fail"
+        row.fork.detail = (f"{len(diffs)} differences from upstream's wheel: "
+                           + "; ".join(diffs[:limit])
+                           + (f"; ... {len(diffs) - limit} more (results.json)"
+                              if len(diffs) > limit else ""))
+    else:
+        row.fork.status = "pass"
+        row.fork.detail = (f"the same outcome and warnings as upstream's "
+                           f"wheel on each of {n} tests"
+                           + (f" ({len(fails)} fail on both)" if fails else ""))
+    row.comparison = cmp
+
+
+def client_source(args: argparse.Namespace, project: str) -> Path | None:
+    """The tests' directory of *project* (None: they are in the installed
+    package); NotAvailable with the hint."""
+    client = CLIENTS[project]
+    if client.pyargs:
+        return None
+    path = getattr(args, project)
+    if path is None:
+        raise NotAvailable(f"{client.dist}=={client.version}: {client.hint}")
+    if not (path / "tests").is_dir():
+        raise NotAvailable(f"{path} is not a checkout of {client.dist} (no "
+                           "tests/ directory)")
+    return path.resolve() / "tests"
+
+
+def dist_requirements(venv: Venv, dist: str, extras: tuple[str, ...]) -> list[str]:
+    """*dist*'s requirements from its installed metadata, with the wanted
+    extras' and without KEPT."""
+    code = ("import sys, json, importlib.metadata as m\n"
+            "print(json.dumps(m.requires(sys.argv[1]) or []))\n")
+    reqs = []
+    for r in json.loads(output([venv.python, "-c", code, dist]) or "[]"):
+        req, _, marker = (x.strip() for x in r.partition(";"))
+        extra = re.search(r"""extra\s*==\s*["']([\w.-]+)["']""", marker)
+        if extra:
+            if extra.group(1) not in extras:
+                continue
+            marker = ""
+        name = re.match(r"[A-Za-z0-9_.-]+", req).group(0)
+        if re.sub(r"[-_.]+", "-", name).lower() in KEPT:
+            continue
+        reqs.append(req + (f"; {marker}" if marker else ""))
+    return reqs
+
+
+def job_client(ctx: Context, project: str) -> Row:
+    client = CLIENTS[project]
+    tests = client_source(ctx.args, project)
+    row = Row(project, Result("not run"))
+    pin = f"{client.dist}=={client.version}"
+    selection = getattr(ctx.args, f"{project}_tests", None) or "all"
+    if tests is not None:
+        # a copy of the checkout's tests/ only: the installed release is
+        # what they import
+        copy = ctx.work / f"{project}-tests"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(tests, copy)
+        cwd = copy
+        targets = ["."] if selection == "all" else selection.split()
+        source = f"tests/ of {tests.parent}"
+    else:
+        cwd = ctx.work / f"{project}-run"
+        cwd.mkdir(parents=True, exist_ok=True)
+        targets = ["--pyargs", client.pyargs]
+        source = f"the installed package's {client.pyargs} tests"
+    # this checkout's pytest configuration and conftest.py stay out
+    (cwd / "pytest.ini").write_text("[pytest]\n")
+    k = ["-k", ctx.args.k] if ctx.args.k else []
+    row.notes.append(f"{pin} from PyPI (--no-deps; its requirements but "
+                     f"{' and '.join(sorted(KEPT))}); tests: {source}"
+                     + ("" if selection == "all" else f" {selection}")
+                     + ("; scipy.datasets.ascent: a stand-in image (no "
+                        "network)" if client.ascent else "")
+                     + (f"; -k {ctx.args.k}" if ctx.args.k else ""))
+    plugin = ctx.work / "plugin"
+    plugin.mkdir(parents=True, exist_ok=True)
+    (plugin / "upstream_ci_record.py").write_text(RECORD_PLUGIN)
+    records = {}
+    for side, venv in (("fork", ctx.fork()), ("upstream", ctx.upstream())):
+        log = ctx.log(project, side)
+        venv.need(log, pin, extra=["--no-deps"])
+        kept = [_cfile(ctx, f"{d}=={v}") for d, v in
+                venv.versions(*sorted(KEPT)).items()]
+        venv.need(log, *dist_requirements(venv, client.dist, client.extras),
+                  "pytest",
+                  extra=[x for c in kept for x in ("-c", c)])
+        record = log.with_suffix(".record.json")
+        if record.exists():
+            record.unlink()
+        # one process, no binary cache: a program's build warns (a
+        # CompilerWarning where the build log is not empty) in the test that
+        # builds it first, the same test on both columns
+        env = dict(os.environ, PYTHONPATH=str(plugin), PYOPENCL_NO_CACHE="1",
+                   UPSTREAM_CI_RECORD=str(record),
+                   UPSTREAM_CI_ASCENT="1" if client.ascent else "")
+        res = pytest(venv, cwd, targets, log,
+                     ["-p", "upstream_ci_record", "-p", "no:xdist",
+                      "--continue-on-collection-errors", *k],
+                     env=env)
+        setattr(row, side, res)
+        row.versions.update({f"{d} ({side})": v for d, v in venv.versions(
+            "pyopencl", client.dist, "numpy", "pytest").items()})
+        if not record.exists():
+            res.status = "not run"
+            res.detail = f"pytest wrote no record (see {log}); {res.detail}"
+            return row
+        records[side] = read_record(record)
+    if not any(records["fork"]["tests"].values()) and not any(
+            records["upstream"]["tests"].values()):
+        for res in (row.fork, row.upstream):
+            res.status, res.detail = "not run", "no tests collected on either column"
+        return row
+    report_comparison(row, compare_records(records["fork"],
+                                           records["upstream"]))
+    # the upstream column: its own run, whose failures are listed above
+    row.upstream.status = "pass" if row.upstream.counts and not (
+        row.upstream.counts["failed"] + row.upstream.counts["errors"]) else \
+        "fail"
+    return row
+
+# }}}
+
+
 JOBS = {
     "ruff": (job_ruff, ("ruff check, upstream's configuration; new findings "
                         "over the pristine sdist")),
@@ -796,6 +1132,11 @@ JOBS = {
             + (" (PyPI sdist or --loopy PATH)" if p == "loopy"
                else f" (needs --{p} PATH)")))
        for p in DOWNSTREAM},
+    **{p: ((lambda ctx, p=p: job_client(ctx, p)),
+           f"{CLIENTS[p].dist}=={CLIENTS[p].version}'s tests per test, "
+           "fork vs upstream's wheel"
+           + (" (needs --pyclesperanto PATH)" if not CLIENTS[p].pyargs else ""))
+       for p in CLIENTS},
 }
 
 
@@ -808,6 +1149,8 @@ def plan(args: argparse.Namespace, name: str) -> str | None:
         if name in DOWNSTREAM:
             resolve_source(args, name)
             dep_checkouts(args)
+        elif name in CLIENTS:
+            client_source(args, name)
         elif name == "docs":
             need_sphinxconfig(args)
     except NotAvailable as e:
@@ -835,13 +1178,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="test files relative to the source, or 'all'"
                         + (f" (default: {DEFAULT_LOOPY_TESTS})"
                            if p == "loopy" else " (default: all)"))
+    ap.add_argument("--pyclesperanto", type=Path, metavar="PATH",
+                    help="a checkout of clEsperanto/pyclesperanto_prototype "
+                    "(its tests/: the release's sdist has none)")
+    ap.add_argument("--pyclesperanto-tests", metavar="'FILE ...'",
+                    help="test files relative to its tests/, or 'all' "
+                    "(default: all)")
     ap.add_argument("--git-dep", action="append", default=[],
                     metavar="NAME=PATH",
                     help="a checkout of a git dependency of the downstream "
                     "projects (one that a checkout's requirements.txt "
                     "installs from git, e.g. arraycontext=../arraycontext), "
                     "installed with each project that lists it; repeatable")
-    ap.add_argument("-k", help="pytest -k for the downstream suites")
+    ap.add_argument("-k", help="pytest -k for the downstream suites "
+                    "and the released clients' tests")
     ap.add_argument("--workers", type=int, default=2,
                     help="pytest-xdist workers (default 2; upstream's CI: 4)")
     ap.add_argument("--no-upstream-pytest", dest="upstream_pytest",
