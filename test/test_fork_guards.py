@@ -125,3 +125,70 @@ def test_arg_size_warning_for_every_kernel(ctx_factory: cl.CtxFactory,
     for _ in range(2):
         cl.Kernel(prg, "k").set_scalar_arg_dtypes([None, np.int64])
     assert checked == ["k"] * 4
+
+
+def test_scan_temporaries_from_a_callable_allocator(ctx_factory: cl.CtxFactory):
+    # 0020 allocates a scan's temporaries without arrays for pyopencl's
+    # buffer allocators only: a user's callable still gets arrays' requests,
+    # the same sizes in the same order, as on 2026.1.4
+    import pyopencl.array as cl_array
+    from pyopencl.scan import InclusiveScanKernel
+    from pyopencl.tools import ImmediateAllocator
+
+    ctx = ctx_factory()
+    queue = cl.CommandQueue(ctx)
+    immediate = ImmediateAllocator(queue)
+    requested = []
+
+    def allocator(nbytes):
+        requested.append(nbytes)
+        return immediate(nbytes)
+
+    n = 10_000
+    host = np.arange(n, dtype=np.int64) % 7
+    x = cl_array.to_device(queue, host)
+    y = cl_array.empty_like(x)
+    InclusiveScanKernel(ctx, np.int64, "a+b", neutral="0")(
+        x, y, allocator=allocator)
+    assert np.array_equal(y.get(), np.cumsum(host))
+    # the interval results, then the partial scan
+    assert len(requested) == 2
+    assert 0 < requested[0] < requested[1] == 8 * n
+
+
+def test_common_dtype_cache_keys(ctx_factory: cl.CtxFactory):
+    # 0017 keeps promotion results per dtype: int64 and longlong (uint64 and
+    # ulonglong) are equal dtypes that promote to themselves, structured
+    # dtypes that are equal can differ in alignment, and numpy 1.24 to 2.1
+    # can switch promotion at run time
+    import pyopencl.array as cl_array
+    from pyopencl.array import _get_common_dtype
+
+    context = ctx_factory()
+    queue = cl.CommandQueue(context)
+
+    for pair in [(np.longlong, np.int64), (np.int64, np.longlong),
+                 (np.ulonglong, np.uint64), (np.uint64, np.ulonglong)]:
+        for dtype in pair:
+            a = cl_array.zeros(queue, 4, dtype)
+            for result in [a + a, a + 1, a * a, cl_array.maximum(a, a)]:
+                assert result.dtype.char == np.dtype(dtype).char
+
+    fields = [("x", np.int32), ("y", np.float32)]
+    for align in [True, False, True]:
+        a = cl_array.Array(queue, 4, np.dtype(fields, align=align))
+        assert _get_common_dtype(a, a, queue).isalignedstruct == align
+
+    # numpy 1.24 to 2.1
+    get_state = getattr(np, "_get_promotion_state", None)
+    set_state = getattr(np, "_set_promotion_state", None)
+    if get_state is not None and set_state is not None:
+        a = cl_array.zeros(queue, 4, np.int8)
+        state = get_state()
+        try:
+            for new_state in ["weak", "legacy", "weak"]:
+                set_state(new_state)
+                assert (_get_common_dtype(a, 1000, queue)
+                        == np.result_type(np.int8, 1000))
+        finally:
+            set_state(state)
