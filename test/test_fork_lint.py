@@ -90,7 +90,10 @@ def test_basedpyright_adds_no_errors(trees):
             (e["file"].split(PIN.directory + "/")[-1].split("/tree/")[-1],
              e.get("rule", e["message"][:60]))
             for e in json.loads(out)["generalDiagnostics"]
-            if e["severity"] == "error")
+            # the trees are not built: an import of pyopencl._cl finds only
+            # its stub here, which it does not where upstream's CI built it
+            if e["severity"] == "error"
+            and e.get("rule") != "reportMissingModuleSource")
 
     def run(tree):
         return _findings([bp, "--outputjson",
