@@ -192,3 +192,98 @@ def test_common_dtype_cache_keys(ctx_factory: cl.CtxFactory):
                         == np.result_type(np.int8, 1000))
         finally:
             set_state(state)
+
+
+# {{{ a launch the fast path does not finish is one it never started
+
+_FLOAT_INT_SRC = """
+    __kernel void fab(__global float *x, float a, int b)
+    { int i = get_global_id(0); x[i] = a * x[i] + b; }
+    """
+
+
+def _fab(ctx_factory):
+    ctx = ctx_factory()
+    queue = cl.CommandQueue(ctx)
+    knl = cl.Program(ctx, _FLOAT_INT_SRC).build().get_kernel("fab")
+    knl.set_scalar_arg_dtypes([None, np.float32, np.int32])
+    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * 8)
+    return queue, knl, buf
+
+
+def test_refused_launch_warns_once(ctx_factory: cl.CtxFactory):
+    import warnings
+    queue, knl, buf = _fab(ctx_factory)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(TypeError):
+            knl(queue, (8,), None, buf, np.complex64(1), "x")
+    assert [w.category for w in caught] == [np.exceptions.ComplexWarning]
+
+
+def test_refused_launch_converts_once(ctx_factory: cl.CtxFactory):
+    queue, knl, buf = _fab(ctx_factory)
+
+    class Index:
+        calls = 0
+
+        def __index__(self):
+            Index.calls += 1
+            return 1
+
+    knl(queue, (8,), None, buf, 1.0, Index())
+    assert Index.calls == 1
+    knl.set_scalar_arg_dtypes([None, np.int32, np.int32])
+    with pytest.raises(TypeError):
+        knl(queue, (8,), None, buf, Index(), "0")
+    assert Index.calls == 2
+
+
+@pytest.mark.parametrize("where", ["instance", "class"])
+@pytest.mark.parametrize("declared", [False, True])
+def test_launch_uses_set_arg_multi_overrides(ctx_factory: cl.CtxFactory,
+                                             monkeypatch: pytest.MonkeyPatch,
+                                             where, declared):
+    queue, knl, buf = _fab(ctx_factory)
+    if not declared:
+        knl = knl.program.get_kernel("fab")
+    calls = []
+
+    for name in ["_set_arg_multi", "_set_arg_buf_pack_multi"]:
+        orig = getattr(cl.Kernel, name)
+
+        def counted(*args, orig=orig, name=name):
+            calls.append(name)
+            return orig(*args)
+
+        if where == "instance":
+            monkeypatch.setattr(
+                knl, name, lambda a, counted=counted: counted(knl, a),
+                raising=False)
+        else:
+            monkeypatch.setattr(cl.Kernel, name, counted)
+
+    a = 2.0 if declared else np.float32(2)
+    b = 1 if declared else np.int32(1)
+    knl(queue, (8,), None, buf, a, b)
+    knl.set_args(buf, a, b)
+    expected = (["_set_arg_multi", "_set_arg_buf_pack_multi"] if declared
+                else ["_set_arg_multi"])
+    assert calls == 2 * expected
+
+
+def test_launch_uses_replaced_enqueue_nd_range_kernel(
+        ctx_factory: cl.CtxFactory, monkeypatch: pytest.MonkeyPatch):
+    queue, knl, buf = _fab(ctx_factory)
+    calls = []
+    orig = cl._cl.enqueue_nd_range_kernel
+
+    def counted(*args):
+        calls.append(len(args))
+        return orig(*args)
+
+    monkeypatch.setattr(cl._cl, "enqueue_nd_range_kernel", counted)
+    knl(queue, (8,), None, buf, 2.0, 1)
+    assert calls == [8]
+
+# }}}
