@@ -239,6 +239,17 @@ class CtypesCL:
 
 # {{{ measurement in this interpreter
 
+def timed_loop(body, queue):
+    """A path: seconds for *count* calls of *body*, *queue* finished."""
+    def run(count):
+        t0 = time.perf_counter()
+        for _ in range(count):
+            body()
+        queue.finish()
+        return time.perf_counter() - t0
+    return run
+
+
 def launch_setup(workdir: Path) -> SimpleNamespace:
     """The per-launch paths of LAUNCH_PATHS on the default device, each as
     ``run(count)``: *count* launches, then ``queue.finish()``; it returns
@@ -281,13 +292,7 @@ def launch_setup(workdir: Path) -> SimpleNamespace:
     name = KERNEL_NAME.encode()
 
     def py_loop(body):
-        def run(count):
-            t0 = time.perf_counter()
-            for _ in range(count):
-                body()
-            queue.finish()
-            return time.perf_counter() - t0
-        return run
+        return timed_loop(body, queue)
 
     def c_run(mode):
         def run(count):
@@ -526,22 +531,13 @@ def clients_setup(setup: SimpleNamespace) -> SimpleNamespace:
         outputs["silx_normalize256"] = lambda: ip.normalize(
             img, copy=False, out=out).get().tobytes()
 
-    def loop(body, queue):
-        def run(count):
-            t0 = time.perf_counter()
-            for _ in range(count):
-                body()
-            queue.finish()
-            return time.perf_counter() - t0
-        return run
-
     def check() -> dict[str, str]:
         import hashlib
         return {k: hashlib.sha256(f()).hexdigest()[:16]
                 for k, f in outputs.items()}
 
     return SimpleNamespace(
-        paths={k: loop(op, queues[k]) for k, op in ops.items()}, check=check)
+        paths={k: timed_loop(op, queues[k]) for k, op in ops.items()}, check=check)
 
 
 def no_clients(setup: SimpleNamespace) -> SimpleNamespace:
