@@ -24,6 +24,12 @@ installed on first use into each column's virtual environment
 bitonic sort with a swap-pairs kernel, runs in each dispatch style and is
 checked against numpy's sort.
 
+Where CuPy and a CUDA device are there (``--no-cupy`` skips it), a third
+column, "cupy", times the same array operations as CuPy writes them, on
+arrays of the same size, and a raw launch of the same kernel (a
+``cupy.RawKernel``, numpy scalars); the array table gives each as fork /
+CuPy.
+
 Each column is measured in a fresh subprocess of its own, started the same
 way: this environment's pyopencl and, by default, a second virtual
 environment holding upstream's released wheel (made on first use); one
@@ -109,6 +115,26 @@ ARRAY_OPS = [
     ("cumsum", "cl.array.cumsum(a)"),
 ]
 ARRAY_VS = "kept_numpy"
+
+# CuPy's column: its raw launch of the same kernel (translated to CUDA),
+# the key of its entry in "launch", and the operations of ARRAY_OPS that
+# CuPy has as they are (no event list to drop, no GenericScanKernel); both
+# a + b rows are CuPy's a + b, which allocates from its default memory pool
+CUPY_VS = "raw_kernel"
+CUPY_KERNEL_SRC = """
+extern "C" __global__ void swap_pairs_kernel(int *arr, int x, int n)
+{
+    int i = blockDim.x * blockIdx.x + threadIdx.x;
+    int j = i ^ x;
+    if (i < j && j < n && arr[j] < arr[i]) {
+        int tmp = arr[i];
+        arr[i] = arr[j];
+        arr[j] = tmp;
+    }
+}
+"""
+CUPY_OPS = ["elementwise_call", "add", "add_pooled", "iadd", "mul_scalar",
+            "fill", "sum", "reduction_kernel", "cumsum"]
 
 # (key, label): a real client's operations, built once, timed as ARRAY_OPS
 REIKNA_REQ = "reikna==0.9.0"
@@ -686,11 +712,18 @@ def measure(launches: int, repeats: int, sort_sizes: list[int],
     return result
 
 
+def raw_launch_key(run: dict) -> str:
+    """The key of a column's raw launch in run["launch"]: ARRAY_VS, or
+    CuPy's RawKernel in CuPy's column."""
+    return CUPY_VS if CUPY_VS in run["launch"] else ARRAY_VS
+
+
 def add_launch_ratios(result: dict) -> None:
-    ref = result["launch"].get(ARRAY_VS)
+    vs = raw_launch_key(result)
+    ref = result["launch"].get(vs)
     for entry in result["array"].values():
         entry["ratio"] = entry["us"] / ref["us"]
-        entry["vs"] = ARRAY_VS
+        entry["vs"] = vs
     for key, _label, vs in LAUNCH_PATHS:
         entry = result["launch"].get(key)
         ref = result["launch"].get(vs)
@@ -731,6 +764,166 @@ def best_of_processes(results: list[dict]) -> dict:
     add_sort_ratios(merged)
     merged["processes"] = len(results)
     return merged
+
+
+def add_fork_ratios(runs: dict[str, dict]) -> None:
+    """Ratios across the columns of one run: each column's array operations
+    and raw launch against the fork's raw launch ("ratio_fork": the issue's
+    targets are against it), and the fork's against CuPy's ("vs_cupy")."""
+    fork_ref = runs.get("fork", {}).get("launch", {}).get(ARRAY_VS)
+    if fork_ref is None:
+        return
+    for run in runs.values():
+        raw = run["launch"][raw_launch_key(run)]
+        for entry in [raw, *run["array"].values()]:
+            entry["ratio_fork"] = entry["us"] / fork_ref["us"]
+    cupy = runs.get("cupy")
+    if cupy is not None:
+        fork_ref["vs_cupy"] = fork_ref["us"] / cupy["launch"][CUPY_VS]["us"]
+        for key, entry in runs["fork"]["array"].items():
+            if key in cupy["array"]:
+                entry["vs_cupy"] = entry["us"] / cupy["array"][key]["us"]
+
+# }}}
+
+
+# {{{ CuPy's column
+
+def cupy_absent() -> str | None:
+    """Why CuPy's column cannot be measured in this interpreter, or None."""
+    try:
+        import cupy
+    except ImportError as e:
+        return f"CuPy not installed ({e}): no cupy column"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except RuntimeError as e:  # its CUDARuntimeError: no driver, no device
+        return f"no CUDA device ({e}): no cupy column"
+    return None if count else "no CUDA device: no cupy column"
+
+
+def cupy_absent_in(py: Path, env: dict | None) -> str | None:
+    """cupy_absent() in a fresh process of the interpreter *py*, so that
+    this process does not initialize CUDA beside the measuring ones."""
+    code = (f"import sys; sys.path.insert(0, {str(HERE)!r}); "
+            "import launch_overhead as lo; print(lo.cupy_absent() or '')")
+    proc = subprocess.run([str(py), "-c", code], env=env, check=False,
+                          capture_output=True, text=True)
+    if proc.returncode:
+        return ("import cupy failed: no cupy column ("
+                + (proc.stderr.strip().splitlines() or ["?"])[-1] + ")")
+    return proc.stdout.strip() or None
+
+
+def measure_cupy(launches: int, repeats: int) -> dict:
+    """CuPy's column, shaped as measure()'s result: its raw launch of the
+    launch paths' kernel (CUPY_VS: a RawKernel, numpy scalars, LAUNCH_N
+    threads) and the operations CUPY_OPS on ARRAY_N-element float32 arrays
+    on the current CUDA device, as CuPy writes them; each path is
+    ``run(count)``: *count* calls, then the device synchronized (as
+    queue.finish() in the other columns). Interleaved rounds, each path's
+    best, the same counts as measure(), each result checked against numpy
+    once, as array_setup's check()."""
+    import cupy
+    import numpy as np
+
+    device = cupy.cuda.Device()
+    synced = SimpleNamespace(finish=device.synchronize)  # as a queue
+
+    raw = cupy.RawKernel(CUPY_KERNEL_SRC, KERNEL_NAME)
+    buf = cupy.zeros(LAUNCH_N, dtype=cupy.int32)
+    n = np.int32(LAUNCH_N)
+    one = 1
+    grid, block = (1,), (LAUNCH_N,)
+
+    rng = np.random.default_rng(1234)
+    ha = rng.random(ARRAY_N, dtype=np.float32)
+    hb = rng.random(ARRAY_N, dtype=np.float32)
+    a, b = cupy.asarray(ha), cupy.asarray(hb)
+    c = cupy.empty_like(a)
+    acc = cupy.asarray(ha)  # what a += b adds to
+    filled = cupy.asarray(ha)  # what a.fill(0) fills
+    add_knl = cupy.ElementwiseKernel("float32 a, float32 b", "float32 c",
+                                     "c = a + b", "bench_add")
+    dot_knl = cupy.ReductionKernel("float32 x, float32 y", "float32 z",
+                                   "x * y", "a + b", "z = a", "0",
+                                   "bench_dot")
+
+    def iadd():
+        nonlocal acc
+        acc += b
+
+    ops = {
+        "elementwise_call": lambda: add_knl(a, b, c),
+        "add": lambda: a + b,
+        "add_pooled": lambda: a + b,  # CuPy's default: its memory pool
+        "iadd": iadd,
+        "mul_scalar": lambda: a * 2.0,
+        "fill": lambda: filled.fill(0),
+        "sum": lambda: cupy.sum(a),
+        "reduction_kernel": lambda: dot_knl(a, b),
+        "cumsum": lambda: cupy.cumsum(a),
+    }
+    assert list(ops) == CUPY_OPS
+    paths = {CUPY_VS: timed_loop(
+        lambda: raw(grid, block, (buf, np.int32(one), n)), synced)}
+    paths.update({k: timed_loop(op, synced) for k, op in ops.items()})
+
+    def check() -> dict[str, bool]:
+        ha64, hb64 = ha.astype(np.float64), hb.astype(np.float64)
+        acc.set(ha)
+        filled.set(ha)
+        c.fill(np.nan)
+        add_knl(a, b, c)
+        got = {
+            "elementwise_call": (c.get(), ha + hb),
+            "add": ((a + b).get(), ha + hb),
+            "add_pooled": ((a + b).get(), ha + hb),
+            "mul_scalar": ((a * 2.0).get(), ha * np.float32(2.0)),
+        }
+        iadd()
+        got["iadd"] = (acc.get(), ha + hb)
+        filled.fill(0)
+        got["fill"] = (filled.get(), np.zeros_like(ha))
+        exact = {k: bool(np.array_equal(x, y)) for k, (x, y) in got.items()}
+        close = {
+            "sum": (cupy.sum(a).get(), ha64.sum()),
+            "reduction_kernel": (dot_knl(a, b).get(), (ha64 * hb64).sum()),
+            "cumsum": (cupy.cumsum(a).get(), np.cumsum(ha64)),
+        }
+        exact.update({k: bool(np.allclose(x, y, rtol=1e-5))
+                      for k, (x, y) in close.items()})
+        return exact
+
+    counts = dict.fromkeys(paths, max(launches // 5, 10))
+    counts[CUPY_VS] = launches
+    best = dict.fromkeys(paths, float("inf"))
+    for run in paths.values():
+        run(10)  # compiles each kernel (NVRTC, or CuPy's kernel cache)
+    for _ in range(repeats):
+        for key, run in paths.items():
+            best[key] = min(best[key], run(counts[key]) / counts[key])
+    ok = check()
+
+    name = cupy.cuda.runtime.getDeviceProperties(device.id)["name"]
+    version = cupy.cuda.runtime.runtimeGetVersion()
+    result = {
+        "cupy": cupy.__version__,
+        "python": sys.version.split()[0],
+        "device": (f"{name.decode() if isinstance(name, bytes) else name} "
+                   f"(CUDA runtime {version // 1000}.{version % 1000 // 10})"),
+        "launches": launches,
+        "repeats": repeats,
+        "notes": [],
+        "launch": {CUPY_VS: {"us": 1e6 * best[CUPY_VS]}},
+        "array": {k: {"us": 1e6 * best[k], "ok": ok[k], "ops": counts[k]}
+                  for k in CUPY_OPS},
+        "reikna": {},
+        "clients": {},
+        "sort": {},
+    }
+    add_launch_ratios(result)
+    return result
 
 # }}}
 
@@ -814,13 +1007,26 @@ def fmt_ratio(x: float | None) -> str:
     return "-" if x is None else f"{x:6.2f}x"
 
 
+def array_entry(run: dict, key: str | None) -> dict | None:
+    """A column's entry in the array table: operation *key*, or (None) the
+    column's raw launch."""
+    if key is None:
+        return run["launch"].get(raw_launch_key(run))
+    return run.get("array", {}).get(key)
+
+
 def print_table(runs: dict[str, dict]) -> None:
-    names = list(runs)
+    # CuPy's column has the array table only, beside the fork's
+    cupy = runs.get("cupy")
+    names = [name for name in runs if name != "cupy"]
     first = runs[names[0]]
     print(f"\nDevice: {first['device']}")
     for name in names:
         print(f"  {name}: pyopencl {runs[name]['pyopencl']}, "
               f"Python {runs[name]['python']}")
+    if cupy is not None:
+        print(f"  cupy: CuPy {cupy['cupy']}, Python {cupy['python']}, "
+              f"{cupy['device']}")
     header = f"{'per launch (µs, ratio to matching C loop)':46}"
     for name in names:
         header += f" | {name:>9} {'ratio':>7}"
@@ -841,20 +1047,32 @@ def print_table(runs: dict[str, dict]) -> None:
         ref_name = "fork" if "fork" in names else names[0]
         for name in names:
             header += f" | {name:>9} {'ratio':>7}"
+        if cupy is not None:
+            header += f" | {'cupy':>9} {'fork/CuPy':>9}"
         print("\n" + header)
         print("-" * len(header))
-        for key, label in ARRAY_OPS:
+        vs = {k: lbl for k, lbl, _ in LAUNCH_PATHS}[ARRAY_VS]
+        for key, label in [(None, f"raw launch: {vs}"), *ARRAY_OPS]:
             row = f"{label:46}"
             wrong = False
             for name in names:
-                e = runs[name].get("array", {}).get(key)
+                e = array_entry(runs[name], key)
                 row += (f" | {fmt_us(e):>9} "
-                        f"{fmt_ratio(e and e.get('ratio_fork', e['ratio'])):>7}")
-                wrong = wrong or (e is not None and not e["ok"])
+                        f"{fmt_ratio(e and e.get('ratio_fork', e.get('ratio'))):>7}")
+                wrong = wrong or (e is not None and not e.get("ok", True))
+            if cupy is not None:
+                e = array_entry(cupy, key)
+                mine = array_entry(runs["fork"], key)
+                row += (f" | {fmt_us(e):>9} "
+                        f"{fmt_ratio(mine and mine.get('vs_cupy')):>9}")
+                wrong = wrong or (e is not None and not e.get("ok", True))
             print(row + (" WRONG RESULT" if wrong else ""))
-        vs = {k: lbl for k, lbl, _ in LAUNCH_PATHS}[ARRAY_VS]
         print(f"  ratios: against the raw launch '{vs}' of the {ref_name} "
               "column of this run")
+        if cupy is not None:
+            print("  cupy: the same operations as CuPy writes them (its raw "
+                  "launch: the same kernel as a cupy.RawKernel, numpy "
+                  "scalars); fork/CuPy: the fork's µs over CuPy's")
 
     header = f"{'real client: reikna 0.9 (µs per call)':46}"
     for name in names:
@@ -916,7 +1134,7 @@ def print_table(runs: dict[str, dict]) -> None:
                     row += " WRONG RESULT"
             print(row)
 
-    for name in names:
+    for name in runs:
         for note in runs[name]["notes"]:
             print(f"note ({name}): {note}")
 
@@ -935,12 +1153,14 @@ def plot(runs: dict[str, dict], path: Path) -> str | None:
                              figsize=(17 if with_arrays else 10, 5.5),
                              squeeze=False)
     ax = axes[0][0]
-    width = 0.8 / len(runs)
-    for i, (name, run) in enumerate(runs.items()):
-        xs = [j + (i - (len(runs) - 1) / 2) * width for j in range(len(keys))]
+    cl_runs = {name: run for name, run in runs.items() if name != "cupy"}
+    width = 0.8 / len(cl_runs)
+    for i, (name, run) in enumerate(cl_runs.items()):
+        xs = [j + (i - (len(cl_runs) - 1) / 2) * width
+              for j in range(len(keys))]
         ys = [run["launch"].get(k, {}).get("us", float("nan")) for k in keys]
         ax.bar(xs, ys, width, label=f"{name} ({run['pyopencl']})")
-    first = next(iter(runs.values()))
+    first = next(iter(cl_runs.values()))
     for key, style in [("c_event", "-"), ("c_create", "--")]:
         if key in first["launch"]:
             ax.axhline(first["launch"][key]["us"], color="black", ls=style,
@@ -954,12 +1174,14 @@ def plot(runs: dict[str, dict], path: Path) -> str | None:
     if with_arrays:
         ax = axes[0][1]
         keys = [k for k, _ in ARRAY_OPS]
+        width = 0.8 / len(runs)
         for i, (name, run) in enumerate(runs.items()):
             xs = [j + (i - (len(runs) - 1) / 2) * width
                   for j in range(len(keys))]
             ys = [run.get("array", {}).get(k, {}).get("us", float("nan"))
                   for k in keys]
-            bars = ax.bar(xs, ys, width, label=f"{name} ({run['pyopencl']})")
+            version = run.get("pyopencl") or f"CuPy {run['cupy']}"
+            bars = ax.bar(xs, ys, width, label=f"{name} ({version})")
             ref = run["launch"].get(ARRAY_VS)
             if ref is not None and (i == 0 or "fork" not in runs):
                 ax.axhline(ref["us"], color=bars.patches[0].get_facecolor(),
@@ -1020,9 +1242,15 @@ def main(argv: list[str] | None = None) -> int:
                     "pyclesperanto-prototype, silx), which are otherwise "
                     "installed on first use into each column's virtual "
                     "environment")
+    ap.add_argument("--no-cupy", dest="cupy", action="store_false",
+                    help="no cupy column (measured otherwise where the "
+                    "fork's interpreter imports cupy and sees a CUDA "
+                    "device)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench-out",
                     help="directory for launch_overhead.json and .png")
     ap.add_argument("--measure-only", type=Path, metavar="JSON",
+                    help=argparse.SUPPRESS)
+    ap.add_argument("--measure-cupy", action="store_true",
                     help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
@@ -1038,7 +1266,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.measure_only is not None:
         args.measure_only.write_text(json.dumps(
-            measure(args.launches, args.repeats, sizes, args.real_clients)))
+            measure_cupy(args.launches, args.repeats) if args.measure_cupy
+            else measure(args.launches, args.repeats, sizes,
+                         args.real_clients)))
         return 0
 
     # Each column is measured in a fresh process of its own, started the
@@ -1065,6 +1295,14 @@ def main(argv: list[str] | None = None) -> int:
             why = ensure_real_clients(py, env, name)
             if why:
                 install_notes.append(why)
+    # CuPy's column: in the fork's interpreter, in processes of its own,
+    # alternating with the others'
+    why = "--no-cupy: no cupy column" if not args.cupy else cupy_absent_in(
+        *envs["fork"])
+    if why:
+        install_notes.append(why)
+    else:
+        envs["cupy"] = envs["fork"]
     # With --processes N, the columns' processes alternate N times and each
     # path keeps its best: on a shared machine a slow spell of seconds
     # otherwise falls on one column's process and not on the other's.
@@ -1078,16 +1316,13 @@ def main(argv: list[str] | None = None) -> int:
                        "--launches", str(args.launches),
                        "--repeats", str(args.repeats),
                        "--sort-sizes", ",".join(map(str, sizes)),
-                       *([] if args.real_clients else ["--no-real-clients"])]
+                       *([] if args.real_clients else ["--no-real-clients"]),
+                       *(["--measure-cupy"] if name == "cupy" else [])]
                 subprocess.run(cmd, check=True, cwd=tmp, env=env)
                 measured[name].append(json.loads(out.read_text()))
     runs = {name: best_of_processes(results)
             for name, results in measured.items()}
-    fork_ref = runs.get("fork", {}).get("launch", {}).get(ARRAY_VS)
-    if fork_ref is not None:
-        for run in runs.values():
-            for entry in run["array"].values():
-                entry["ratio_fork"] = entry["us"] / fork_ref["us"]
+    add_fork_ratios(runs)
     if "upstream" in runs:
         for section in ("reikna", "clients"):
             up = runs["upstream"].get(section, {})

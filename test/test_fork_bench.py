@@ -40,11 +40,23 @@ def run_bench(out: Path, *extra: str) -> dict:
         assert label in proc.stdout
     assert "WRONG RESULT" not in proc.stdout
     runs = json.loads((out / "launch_overhead.json").read_text())["runs"]
+    notes = runs["fork"]["notes"]
+    if "--no-cupy" in extra:
+        assert "cupy" not in runs
+        assert "--no-cupy: no cupy column" in notes
+    elif "cupy" not in runs:   # no CuPy or no CUDA device here: said why
+        assert [n for n in notes if n.endswith(": no cupy column")], notes
+        assert "fork/CuPy" not in proc.stdout
+    else:
+        assert "fork/CuPy" in proc.stdout
+        assert list(runs["cupy"]["array"]) == lo.CUPY_OPS
+        assert all(e["ok"] for e in runs["cupy"]["array"].values())
     if "--no-real-clients" in extra:
         assert "real clients: their releases" not in proc.stdout
-        for run in runs.values():
+        for name, run in runs.items():
             assert run["reikna"] == run["clients"] == {}
-            assert "--no-real-clients: no real-client rows" in run["notes"]
+            assert name == "cupy" or (
+                "--no-real-clients: no real-client rows" in run["notes"])
     else:
         # installed on first use into each column's environment
         assert "reikna not installed" not in proc.stdout
@@ -105,12 +117,13 @@ def test_sort_launch_counts():
 
 def test_quick_benchmark(tmp_path):
     runs = run_bench(tmp_path, "--no-upstream", "--no-real-clients")
-    assert list(runs) == ["fork"]
+    assert list(runs) in (["fork"], ["fork", "cupy"])
     check_run(runs["fork"])
 
 
 def test_quick_benchmark_beside_upstream(tmp_path):
-    runs = run_bench(tmp_path, "--upstream-venv", str(ROOT / ".venv-upstream"))
+    runs = run_bench(tmp_path, "--upstream-venv", str(ROOT / ".venv-upstream"),
+                     "--no-cupy")
     assert list(runs) == ["fork", "upstream"]
     for run in runs.values():
         check_run(run)
@@ -127,6 +140,65 @@ def test_quick_benchmark_beside_upstream(tmp_path):
         pytest.skip("matplotlib not installed")
     png = tmp_path / "launch_overhead.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_no_cupy_column_without_cuda():
+    # the column is measured only where the fork's interpreter imports cupy
+    # and sees a CUDA device; elsewhere the note says which is missing
+    why = lo.cupy_absent_in(Path(sys.executable), None)
+    if why is None:
+        pytest.skip("CuPy and a CUDA device here")
+    assert why.startswith(("CuPy not installed", "no CUDA device")), why
+    assert why.endswith(": no cupy column")
+
+
+def _column(raw_key: str, us: float, keys: list[str], **names) -> dict:
+    # a column's result as measure() or measure_cupy() gives it, made up:
+    # its raw launch us / 4, each array operation us
+    run = {"python": "3", "device": "a device", "notes": [], "reikna": {},
+           "clients": {}, "sort": {}, "launch": {raw_key: {"us": us / 4}},
+           "array": {k: {"us": us, "ok": True, "ops": 10} for k in keys},
+           **names}
+    lo.add_launch_ratios(run)
+    return run
+
+
+def test_cupy_column_in_the_table(capsys):
+    # CuPy's column of a made-up run: each path's best of its processes,
+    # the fork's over CuPy's per row (the raw launch's too), "-" where CuPy
+    # has no such operation; in the json's shape
+    fork = _column(lo.ARRAY_VS, 12.0, [k for k, _ in lo.ARRAY_OPS],
+                   pyopencl="2026.1.4+fork")
+    cupy = [_column(lo.CUPY_VS, us, lo.CUPY_OPS, cupy="13") for us in (8, 6)]
+    runs = {"fork": lo.best_of_processes([fork]),
+            "cupy": lo.best_of_processes(cupy)}
+    lo.add_fork_ratios(runs)
+    json.dumps(runs)
+    assert runs["cupy"]["processes"] == 2
+    assert runs["cupy"]["launch"][lo.CUPY_VS]["us"] == 1.5
+    for key in lo.CUPY_OPS:
+        entry = runs["cupy"]["array"][key]
+        assert (entry["us"], entry["vs"], entry["ratio"]) == (6, lo.CUPY_VS, 4)
+        assert entry["ratio_fork"] == 2
+        assert runs["fork"]["array"][key]["vs_cupy"] == 2
+    assert runs["fork"]["launch"][lo.ARRAY_VS]["vs_cupy"] == 2
+    assert "vs_cupy" not in runs["fork"]["array"]["scan_kernel"]
+
+    lo.print_table(runs)
+    out = capsys.readouterr().out
+    assert "  cupy: CuPy 13, Python 3, a device" in out
+    rows = {line.split(" | ")[0].strip(): line.split(" | ")[1:]
+            for line in out.splitlines() if " | " in line}
+    header = rows["array operation, 256 float32 (µs, ratio)"]
+    assert [h.split() for h in header] == [["fork", "ratio"],
+                                           ["cupy", "fork/CuPy"]]
+    assert [c.split() for c in rows["raw launch: kept kernel, numpy scalars"]
+            ] == [["3.00", "1.00x"], ["1.50", "2.00x"]]
+    for key, label in lo.ARRAY_OPS:
+        cupy_cells = ["6.00", "2.00x"] if key in lo.CUPY_OPS else ["-", "-"]
+        assert [c.split() for c in rows[label]] == [["12.00", "4.00x"],
+                                                    cupy_cells]
+    assert "WRONG RESULT" not in out
 
 
 def _instruction_counts(launches: str, *paths: str,
