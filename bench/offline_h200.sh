@@ -5,7 +5,8 @@
 # by git): wheels/ for that Python (the build and run requirements and
 # upstream's pyopencl wheel) and debs/ (Debian's opencl-headers,
 # opencl-c-headers, ocl-icd-opencl-dev, ocl-icd-libopencl1), plus the pinned
-# sdist in subprojects/packagefiles/. Results go to $OUT.
+# sdist in subprojects/packagefiles/. Results go to $OUT. BENCH=breakdown
+# runs bench/breakdown.py instead of bench/launch_overhead.py.
 # The real clients' rows need their wheels in wheels/ too (installed into
 # /tmp/site with the rest; numpy is the machine's): reikna 0.9.0 and funcsigs;
 # silx 3.1.3 (cp312) and filelock; pyclesperanto-prototype 0.24.6, toolz,
@@ -30,4 +31,11 @@ export PATH=/tmp/site/bin:$PATH
 CC=/usr/bin/gcc CXX=/usr/bin/g++ PYTHONPATH=/tmp/site \
   $py -m pip install -q --no-build-isolation --no-deps --no-index --target /tmp/fork . 2>&1 | tail -5
 PYTHONPATH=/tmp/fork:/tmp/site $py -c 'import pyopencl as cl; print(cl.VERSION_TEXT, cl.get_platforms()[0].get_devices())'
+if [ "${BENCH:-}" = breakdown ]; then
+  # bench/breakdown.py: the pieces of each array operation, CuPy's beside
+  PYTHONPATH=/tmp/fork:/tmp/site $py bench/breakdown.py --json "$OUT/h200-breakdown.json" "$@" | tee "$OUT/h200-breakdown.txt"
+  # and upstream's wheel, the same pieces
+  PYTHONPATH=/tmp/up:/tmp/site $py bench/breakdown.py --no-cupy --json "$OUT/h200-breakdown-upstream.json" "$@" | tee -a "$OUT/h200-breakdown.txt"
+  exit
+fi
 PYTHONPATH=/tmp/fork:/tmp/site $py bench/launch_overhead.py --upstream-path /tmp/up --out "$OUT" "$@" | tee "$OUT/h200-nvidia.txt"
