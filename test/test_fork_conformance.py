@@ -1413,7 +1413,9 @@ def message_key(out: dict) -> str:
 # convert, the fork raises TypeError or OverflowError naming the argument.
 def named_conversion_error(up_exc: str, up_msg: str, fork_exc: str) -> bool:
     return (up_exc == "builtins.RuntimeError" and up_msg.endswith("std::bad_cast")
-            and fork_exc in ("builtins.TypeError", "builtins.OverflowError"))
+            and fork_exc in ("builtins.TypeError", "builtins.OverflowError",
+                             "pyopencl._cl.ArgumentTypeError",
+                             "pyopencl._cl.ArgumentOverflowError"))
 
 
 def caught_conversion_error(fork_result: str, up_result: str) -> bool:
@@ -1428,10 +1430,14 @@ def caught_conversion_error(fork_result: str, up_result: str) -> bool:
         return False
     (f_rest, f_text), (u_rest, u_text) = split(fork_result), split(up_result)
     pattern = re.compile(r"<class '(?:builtins\.)?([\w.]+)'>: (.*)", re.DOTALL)
+
+    def qualified(name: str) -> str:
+        return name if "." in name else f"builtins.{name}"
+
     fm, um = pattern.fullmatch(f_text), pattern.fullmatch(u_text)
     return (f_rest == u_rest and fm is not None and um is not None
-            and named_conversion_error(f"builtins.{um[1]}", um[2],
-                                       f"builtins.{fm[1]}"))
+            and named_conversion_error(qualified(um[1]), um[2],
+                                       qualified(fm[1])))
 
 
 # {{{ warnings

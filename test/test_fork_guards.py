@@ -112,6 +112,18 @@ def test_rebuilt_program_uses_no_stale_invoker(ctx_factory: cl.CtxFactory):
     assert (a == 5).all()
 
 
+def test_kept_invoker_refuses_what_upstream_refuses(ctx_factory: cl.CtxFactory):
+    # 0015's key tells a byte-swapped type from the native one: after a
+    # kernel of the program declared complex64, '>c8' is still refused with
+    # TypeError, as on 2026.1.4
+    ctx = ctx_factory()
+    prg = cl.Program(
+        ctx, "__kernel void k(__global float2 *o, float2 z) { o[0] = z; }").build()
+    cl.Kernel(prg, "k").set_scalar_arg_dtypes([None, np.complex64])
+    with pytest.raises(TypeError):
+        cl.Kernel(prg, "k").set_scalar_arg_dtypes([None, np.dtype(">c8")])
+
+
 def test_arg_size_warning_for_every_kernel(ctx_factory: cl.CtxFactory,
                                            monkeypatch: pytest.MonkeyPatch):
     # 0015 keeps invokers in the program, but not one whose arguments may
@@ -154,6 +166,54 @@ def test_scan_temporaries_from_a_callable_allocator(ctx_factory: cl.CtxFactory):
     # the interval results, then the partial scan
     assert len(requested) == 2
     assert 0 < requested[0] < requested[1] == 8 * n
+
+
+def test_scan_with_another_queue_or_svm_memory(ctx_factory: cl.CtxFactory):
+    # 0020 takes a scan's temporaries as buffers only for a CommandQueue:
+    # a context as the queue raises TypeError at the launch, as on
+    # 2026.1.4 (not AttributeError at queue.context); and SVM memory of
+    # another queue warns at each of the four temporaries' lines, so that
+    # the default filters show four warnings, as on 2026.1.4
+    import warnings
+
+    import pyopencl.array as cl_array
+    from pyopencl.array import InconsistentOpenCLQueueWarning
+    from pyopencl.characterize import has_coarse_grain_buffer_svm
+    from pyopencl.scan import GenericScanKernel
+    from pyopencl.tools import SVMAllocator
+
+    ctx = ctx_factory()
+    queue = cl.CommandQueue(ctx)
+    knl = GenericScanKernel(
+        ctx, np.int32,
+        arguments="__global int *ary, __global char *segflg, __global int *out",
+        input_expr="ary[i]", scan_expr="across_seg_boundary ? b : (a+b)",
+        neutral="0", is_segment_start_expr="segflg[i]",
+        output_statement="out[i] = prev_item;")
+    n = 5000
+    x = cl_array.to_device(queue, np.arange(n, dtype=np.int32) % 5)
+    flags = cl_array.to_device(queue, (np.arange(n) % 100 == 0).astype(np.int8))
+    out = cl_array.empty_like(x)
+    with pytest.raises(TypeError):
+        knl(x, flags, out, queue=ctx)
+
+    if not has_coarse_grain_buffer_svm(queue.device):
+        pytest.skip("no coarse-grain SVM")
+    # the memory is freed on the other queue: hold that queue until the
+    # scans are done (the hazard that the warning is about)
+    other = cl.CommandQueue(ctx)
+    hold = cl.UserEvent(ctx)
+    cl.enqueue_barrier(other, wait_for=[hold])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        for _ in range(2):
+            knl(x, flags, out, allocator=SVMAllocator(ctx, queue=other))
+    queue.finish()
+    hold.set_status(cl.command_execution_status.COMPLETE)
+    other.finish()
+    lines = [w.lineno for w in caught
+             if issubclass(w.category, InconsistentOpenCLQueueWarning)]
+    assert len(lines) == len(set(lines)) == 4
 
 
 def test_common_dtype_cache_keys(ctx_factory: cl.CtxFactory):
@@ -270,6 +330,25 @@ def test_launch_uses_set_arg_multi_overrides(ctx_factory: cl.CtxFactory,
     expected = (["_set_arg_multi", "_set_arg_buf_pack_multi"] if declared
                 else ["_set_arg_multi"])
     assert calls == 2 * expected
+
+
+def test_launch_uses_replaced_getattribute(ctx_factory: cl.CtxFactory,
+                                          monkeypatch: pytest.MonkeyPatch):
+    # a __getattribute__ set on Kernel sees what the invoker looks up on the
+    # kernel, as on 2026.1.4: 0022 leaves such a launch to the invoker
+    queue, knl, buf = _fab(ctx_factory)
+    knl(queue, (8,), None, buf, 2.0, 1)
+    seen = []
+
+    def getattribute(self, name):
+        seen.append(name)
+        return object.__getattribute__(self, name)
+
+    monkeypatch.setattr(cl.Kernel, "__getattribute__", getattribute)
+    knl(queue, (8,), None, buf, 2.0, 1)
+    knl.set_args(buf, 2.0, 1)
+    monkeypatch.undo()
+    assert seen.count("_set_arg_multi") == 2
 
 
 def test_launch_uses_replaced_enqueue_nd_range_kernel(
