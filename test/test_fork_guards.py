@@ -254,7 +254,7 @@ def test_common_dtype_cache_keys(ctx_factory: cl.CtxFactory):
             set_state(state)
 
 
-# {{{ a launch the fast path does not finish is one it never started
+# {{{ a launch goes through the invoker and the overrides it looks up, as on 2026.1.4
 
 _FLOAT_INT_SRC = """
     __kernel void fab(__global float *x, float a, int b)
@@ -335,7 +335,7 @@ def test_launch_uses_set_arg_multi_overrides(ctx_factory: cl.CtxFactory,
 def test_launch_uses_replaced_getattribute(ctx_factory: cl.CtxFactory,
                                           monkeypatch: pytest.MonkeyPatch):
     # a __getattribute__ set on Kernel sees what the invoker looks up on the
-    # kernel, as on 2026.1.4: 0022 leaves such a launch to the invoker
+    # kernel, as on 2026.1.4
     queue, knl, buf = _fab(ctx_factory)
     knl(queue, (8,), None, buf, 2.0, 1)
     seen = []
