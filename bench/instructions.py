@@ -18,11 +18,18 @@ so is a real-client operation.
     python bench/instructions.py kept_numpy add fill sum
     python bench/instructions.py --main-thread elementwise_call add
     python bench/instructions.py --main-thread reikna_matmul32
+    python bench/instructions.py --main-thread --repeat 5 generated_wait
 
 --main-thread counts the Python thread only. On PoCL the kernel runs on
 a worker thread, whose count moves by thousands of instructions between
 identical runs (its scheduling and waiting); a change to host code is
 best judged by the Python thread's count, which moves by a few hundred.
+Where a launch waits for an event (generated_wait), what PoCL does on the
+Python thread depends on where its worker thread is, so even that count
+moves by up to about a thousand: --repeat K prints the median of K counts.
+--main-thread also prints the count outside OpenCL calls (the Python
+thread's instructions less those inside calls into libOpenCL: Python,
+PyOpenCL and numpy), which leaves PoCL's share out.
 
 Needs valgrind (Debian: apt-get install valgrind). Takes about 30 s a path.
 """
@@ -33,6 +40,7 @@ import argparse
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -66,7 +74,9 @@ def run_path(name: str, launches: int) -> None:
         run(launches)
 
 
-ENV = dict(os.environ, POCL_MAX_PTHREAD_COUNT="1", OPENBLAS_NUM_THREADS="1")
+# a fixed hash seed: dict and set lookups take the same steps in every run
+ENV = dict(os.environ, POCL_MAX_PTHREAD_COUNT="1", OPENBLAS_NUM_THREADS="1",
+           PYTHONHASHSEED="0")
 
 
 def warm_up(python: str, name: str) -> None:
@@ -82,8 +92,43 @@ def warm_up(python: str, name: str) -> None:
                          + proc.stderr.strip()[-1500:])
 
 
+def in_opencl_calls(out: Path) -> int:
+    """The instructions that *out*, a callgrind output file, spends inside
+    calls into the OpenCL ICD loader (libOpenCL) from elsewhere: the OpenCL
+    implementation's own work, inclusive. What PoCL does there on the Python
+    thread, and its memory allocations, move with its worker thread."""
+    names: dict[str, str] = {}
+
+    def obj(spec: str) -> str:
+        m = re.match(r"\((\d+)\)(?: (.*))?", spec)
+        if m is None:
+            return spec
+        if m.group(2):
+            names[m.group(1)] = m.group(2)
+        return names.get(m.group(1), m.group(1))
+
+    total, here, callee, call_to = 0, "", None, None
+    with out.open() as f:
+        for line in f:
+            if call_to is not None:  # the inclusive cost of the call above
+                if "libOpenCL" in call_to and "libOpenCL" not in here:
+                    total += int(line.split()[1])
+                call_to = None
+            elif line.startswith("ob="):
+                here = obj(line[3:].strip())
+            elif line.startswith("cob="):
+                callee = obj(line[4:].strip())
+            elif line.startswith("calls="):
+                call_to, callee = callee or here, None
+            elif line.startswith("fn="):
+                callee = None
+    return total
+
+
 def count(python: str, name: str, launches: int,
-          main_thread: bool = False) -> int:
+          main_thread: bool = False) -> tuple[int, int]:
+    """Instructions of *launches* runs of path *name* under callgrind: all,
+    and those inside OpenCL calls (counted with main_thread only, else 0)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
         env = ENV
@@ -101,7 +146,7 @@ def count(python: str, name: str, launches: int,
                       re.MULTILINE)
         if m is None:
             raise SystemExit(f"{name}: no instruction total in {out}")
-        return int(m.group(1))
+        return int(m.group(1)), in_opencl_calls(out) if main_thread else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="the interpreter whose pyopencl is measured")
     ap.add_argument("--launches", default="1000,3000",
                     help="N1,N2: launches in the two runs (default 1000,3000)")
+    ap.add_argument("--repeat", type=int, default=1, metavar="K",
+                    help="count each path K times (K pairs of runs) and "
+                    "print the median, with the lowest and highest")
     ap.add_argument("--main-thread", action="store_true",
                     help="count the Python thread only (see above)")
     ap.add_argument("--run", nargs=2, metavar=("PATH", "N"),
@@ -133,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--launches takes two integers N1,N2, got {args.launches!r}")
     if not 0 < n1 < n2:
         ap.error("--launches needs 0 < N1 < N2")
+    if args.repeat < 1:
+        ap.error("--repeat needs K >= 1")
     if shutil.which("valgrind") is None:
         print("valgrind not found; on Debian: apt-get install valgrind",
               file=sys.stderr)
@@ -143,16 +193,28 @@ def main(argv: list[str] | None = None) -> int:
         capture_output=True, text=True, check=True).stdout.strip()
     print(f"pyopencl {version} ({args.python}); instructions per launch "
           f"(array operations: per operation, ratio to {lo.ARRAY_VS})"
-          + ("; Python thread only" if args.main_thread else ""))
+          + ("; Python thread only" if args.main_thread else "")
+          + (f"; median of {args.repeat} (lowest-highest)"
+             if args.repeat > 1 else ""))
     per_launch = {}
     for name in args.paths or ALL:
         warm_up(args.python, name)
-        per_launch[name] = (
-            count(args.python, name, n2, args.main_thread)
-            - count(args.python, name, n1, args.main_thread)) / (n2 - n1)
+        counts, outside = [], []
+        for _ in range(args.repeat):
+            (a, a_cl), (b, b_cl) = (count(args.python, name, n, args.main_thread)
+                                    for n in (n1, n2))
+            counts.append((b - a) / (n2 - n1))
+            outside.append(((b - b_cl) - (a - a_cl)) / (n2 - n1))
+        counts.sort()
+        per_launch[name] = statistics.median(counts)
         line = f"  {name:22s} {per_launch[name] / 1000:8.1f}k"
         if name not in PATHS and lo.ARRAY_VS in per_launch:
             line += f" {per_launch[name] / per_launch[lo.ARRAY_VS]:6.2f}x"
+        if args.repeat > 1:
+            line += f" ({counts[0] / 1000:.1f}-{counts[-1] / 1000:.1f}k)"
+        if args.main_thread:
+            line += (f"  outside OpenCL calls "
+                     f"{statistics.median(outside) / 1000:.1f}k")
         print(line, flush=True)
     return 0
 

@@ -86,6 +86,17 @@ LAUNCH_PATHS = [
     ("kept_numpy", "kept kernel, numpy scalars", "c_event"),
     ("kept_dtypes", "kept kernel, set_scalar_arg_dtypes + ints", "c_event"),
     ("set_args_enqueue", "set_args + enqueue_nd_range_kernel", "c_event"),
+    ("set_arg_enqueue", "set_arg per argument + enqueue_nd_range_kernel",
+     "c_event"),
+    # as code generators (loopy) write a launch: the arguments set by
+    # _set_arg_multi and _set_arg_buf_pack_multi, then the binding's
+    # enqueue_nd_range_kernel with positional options, waiting for the
+    # launch before (with an event to wait for, what PoCL does on the
+    # Python thread moves with its worker thread; the same without one
+    # repeats)
+    ("generated_wait", "generated code: _set_arg_multi, enqueue, wait_for",
+     "c_event"),
+    ("generated", "generated code: _set_arg_multi, enqueue", "c_event"),
 ]
 SORT_STYLES = [
     ("c", "C loop"),
@@ -276,6 +287,22 @@ def timed_loop(body, queue):
     return run
 
 
+def generated_launch(cl, queue, knl, buf, gs, wait: bool):
+    """A launch of KERNEL_SRC's kernel as generated host code makes it
+    (loopy's, for one): arguments by index through _set_arg_multi and
+    _set_arg_buf_pack_multi, the enqueue with positional options, and, if
+    *wait*, a wait_for list of the last launch's event."""
+    last = [None]
+
+    def launch():
+        knl._set_arg_multi((0, buf))
+        knl._set_arg_buf_pack_multi((1, b"i", 1, 2, b"i", LAUNCH_N))
+        wait_for = [last[0]] if wait and last[0] is not None else None
+        last[0] = cl._cl.enqueue_nd_range_kernel(
+            queue, knl, gs, None, None, wait_for, True, True)
+    return launch
+
+
 def launch_setup(workdir: Path) -> SimpleNamespace:
     """The per-launch paths of LAUNCH_PATHS on the default device, each as
     ``run(count)``: *count* launches, then ``queue.finish()``; it returns
@@ -344,6 +371,14 @@ def launch_setup(workdir: Path) -> SimpleNamespace:
         "set_args_enqueue": py_loop(lambda: (
             knl.set_args(buf, np.int32(one), n),
             cl.enqueue_nd_range_kernel(queue, knl, gs, None))),
+        "set_arg_enqueue": py_loop(lambda: (
+            knl.set_arg(0, buf), knl.set_arg(1, np.int32(one)),
+            knl.set_arg(2, n),
+            cl.enqueue_nd_range_kernel(queue, knl, gs, None))),
+        "generated_wait": py_loop(generated_launch(cl, queue, knl, buf, gs,
+                                                  wait=True)),
+        "generated": py_loop(generated_launch(cl, queue, knl, buf, gs,
+                                             wait=False)),
     })
 
     return SimpleNamespace(cl=cl, np=np, ctx=ctx, queue=queue, prg=prg,
