@@ -1010,8 +1010,6 @@ def ensure_real_clients(py: Path, env: dict | None, label: str) -> str | None:
                 "is no virtual environment to install them into: install "
                 f"{REIKNA_REQ}, {' '.join(CLIENT_REQS)} (--no-deps) and "
                 "their requirements but numpy and pyopencl")
-    print(f"installing the real clients into {label}'s environment "
-          f"({py})", file=sys.stderr)
     keep = subprocess.run(
         [str(py), "-c", ("import numpy, importlib.metadata as m; "
                          "print(f'numpy=={numpy.__version__}'); "
@@ -1024,9 +1022,18 @@ def ensure_real_clients(py: Path, env: dict | None, label: str) -> str | None:
                "--disable-pip-version-check", "-c", str(cfile)]
         for cmd in ([*pip, "mako", REIKNA_REQ],
                     [*pip, "--no-deps", *CLIENT_REQS], [*pip, *CLIENT_DEPS]):
-            if subprocess.run(cmd, check=False).returncode:
+            # pip's output stays out of the benchmark's unless pip fails:
+            # after the last step its resolver reports the numpy<2 pin of
+            # pyclesperanto-prototype as an "ERROR", which is expected here
+            proc = subprocess.run(cmd, check=False, capture_output=True,
+                                  text=True)
+            if proc.returncode:
+                print(proc.stdout + proc.stderr, file=sys.stderr)
                 return (f"{label}: pip could not install the real clients "
                         f"({' '.join(cmd[8:])})")
+    print(f"installed into {label}'s environment ({py}): {REIKNA_REQ}, "
+          f"{', '.join(CLIENT_REQS)} (pyclesperanto-prototype without its "
+          "numpy<2 pin) and their requirements", file=sys.stderr)
     return None
 
 # }}}
@@ -1109,31 +1116,33 @@ def print_table(runs: dict[str, dict]) -> None:
                   "launch: the same kernel as a cupy.RawKernel, numpy "
                   "scalars); fork/CuPy: the fork's µs over CuPy's")
 
-    header = f"{'real client: reikna 0.9 (µs per call)':46}"
-    for name in names:
-        header += f" | {name:>9}"
+    # a client skipped (--no-real-clients) or installed in no column has
+    # no table: the notes at the end say why
     both = "fork" in names and "upstream" in names
-    header += " | fork/upstream" if both else ""
-    print("\n" + header)
-    print("-" * len(header))
-    for key, label in REIKNA_OPS:
-        row = f"{label:46}"
+    if any(runs[n].get("reikna") for n in names):
+        header = f"{'real client: reikna 0.9 (µs per call)':46}"
         for name in names:
-            e = runs[name]["reikna"].get(key)
-            row += f" | {'reikna not installed' if e is None else fmt_us(e):>9}"
-        e = runs["fork"]["reikna"].get(key) if both else None
-        if e is not None and "vs_upstream" in e:
-            row += f" | {fmt_ratio(e['vs_upstream']):>13}"
-        if any(not runs[n]["reikna"].get(key, {}).get("ok", True) for n in names):
-            row += " WRONG RESULT"
-        print(row)
+            header += f" | {name:>13}"
+        header += " | fork/upstream" if both else ""
+        print("\n" + header)
+        print("-" * len(header))
+        for key, label in REIKNA_OPS:
+            row = f"{label:46}"
+            for name in names:
+                e = runs[name]["reikna"].get(key)
+                row += f" | {'not installed' if e is None else fmt_us(e):>13}"
+            e = runs["fork"]["reikna"].get(key) if both else None
+            if e is not None and "vs_upstream" in e:
+                row += f" | {fmt_ratio(e['vs_upstream']):>13}"
+            if any(not runs[n]["reikna"].get(key, {}).get("ok", True)
+                   for n in names):
+                row += " WRONG RESULT"
+            print(row)
 
-    if any(runs[n].get("clients") for n in names) or not all(
-            "--no-real-clients: no real-client rows" in runs[n]["notes"]
-            for n in names):
+    if any(runs[n].get("clients") for n in names):
         header = f"{'real clients: their releases (µs per call)':46}"
         for name in names:
-            header += f" | {name:>9}"
+            header += f" | {name:>13}"
         header += " | fork/upstream" if both else ""
         print("\n" + header)
         print("-" * len(header))
@@ -1141,7 +1150,7 @@ def print_table(runs: dict[str, dict]) -> None:
             row = f"{label:46}"
             for name in names:
                 e = runs[name].get("clients", {}).get(key)
-                row += f" | {'not installed' if e is None else fmt_us(e):>9}"
+                row += f" | {'not installed' if e is None else fmt_us(e):>13}"
             e = runs["fork"].get("clients", {}).get(key) if both else None
             if e is not None and "vs_upstream" in e:
                 row += f" | {fmt_ratio(e['vs_upstream']):>13}"
@@ -1174,6 +1183,18 @@ def print_table(runs: dict[str, dict]) -> None:
             print(f"note ({name}): {note}")
 
 
+def plain_ticks(ax) -> None:
+    """Ticks of a log axis as plain numbers, 1, 2, 5, 10, 20, ... (not
+    matplotlib's "6x10^1" on the minor ticks)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+    lo, hi = ax.get_ylim()
+    ticks = [m * 10.0 ** e for e in range(-3, 7) for m in (1, 2, 5)]
+    ax.yaxis.set_major_locator(FixedLocator(
+        [t for t in ticks if lo <= t <= hi] or ticks))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
 def plot(runs: dict[str, dict], path: Path) -> str | None:
     try:
         import matplotlib
@@ -1201,6 +1222,7 @@ def plot(runs: dict[str, dict], path: Path) -> str | None:
             ax.axhline(first["launch"][key]["us"], color="black", ls=style,
                        lw=1, label={k: lbl for k, lbl, _ in LAUNCH_PATHS}[key])
     ax.set_yscale("log")
+    plain_ticks(ax)
     ax.set_ylabel("µs per launch (log scale)")
     ax.set_xticks(range(len(keys)))
     ax.set_xticklabels(labels, rotation=20, ha="right", fontsize=8)
@@ -1222,15 +1244,18 @@ def plot(runs: dict[str, dict], path: Path) -> str | None:
                 ax.axhline(ref["us"], color=bars.patches[0].get_facecolor(),
                            ls=":", lw=1.5,
                            label=f"{name}: raw kept-kernel launch")
-            for x, k in zip(xs, keys, strict=True):
-                e = run.get("array", {}).get(k)
-                if e is not None:
-                    ratio = e.get("ratio_fork", e["ratio"])
-                    ax.annotate(f"{ratio:.1f}x", (x, e["us"]),
-                                ha="center", va="bottom", fontsize=6)
+        # each pair labelled with the fork's µs over upstream's
+        fork, up = runs.get("fork", {}), runs.get("upstream", {})
+        for j, k in enumerate(keys):
+            f = fork.get("array", {}).get(k)
+            u = up.get("array", {}).get(k)
+            if f is not None and u is not None:
+                ax.annotate(f"{f['us'] / u['us']:.2f}", (j, max(f["us"], u["us"])),
+                            ha="center", va="bottom", fontsize=7)
         ax.set_yscale("log")
-        ax.set_ylabel("µs per operation (log scale); labels: ratio to the "
-                      "fork's raw launch")
+        plain_ticks(ax)
+        ax.set_ylabel("µs per operation (log scale)"
+                      + ("; labels: fork / upstream" if fork and up else ""))
         ax.set_xticks(range(len(keys)))
         ax.set_xticklabels([lbl for _, lbl in ARRAY_OPS], rotation=20,
                            ha="right", fontsize=8)
