@@ -3,9 +3,12 @@ without a single warning."""
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -48,3 +51,90 @@ def test_changed_pages_build_without_warnings(tmp_path):
     howto = (tmp_path / "html" / "howto.html").read_text()
     assert 'id="launch-overhead"' in howto
     assert "the-warnings-filter" in howto
+
+
+# {{{ the README
+
+sys.path.insert(0, str(ROOT / "bench"))
+import results_table  # noqa: E402
+
+
+def test_readme_results_table_is_generated():
+    # the README's table is what bench/results_table.py makes of the runs
+    # its RUNS list names
+    text = (ROOT / "README.md").read_text()
+    assert results_table.table_in(text) == results_table.table(), (
+        "README.md's results table is stale: run "
+        "python3 bench/results_table.py --write README.md")
+
+
+def test_results_table_runs_exist_and_are_listed():
+    listing = (ROOT / "bench" / "results" / "README.md").read_text()
+    for _heading, name, _note in results_table.RUNS:
+        assert (results_table.RESULTS / name).is_file(), name
+        assert f"`{name.removesuffix('.json')}." in listing, name
+
+
+def test_results_listing_names_every_file():
+    # bench/results/README.md names each file kept there, and only those
+    listing = (ROOT / "bench" / "results" / "README.md").read_text()
+    for path in (ROOT / "bench" / "results").iterdir():
+        if path.name != "README.md":
+            stem = path.name.split(".")[0]
+            assert f"`{stem}." in listing or f"`{path.name}`" in listing, path
+
+
+def test_results_table_write(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("a\n<!-- results -->\nold\n<!-- /results -->\nb\n")
+    results_table.write(readme)
+    assert readme.read_text() == ("a\n<!-- results -->\n"
+                                  + results_table.table()
+                                  + "<!-- /results -->\nb\n")
+
+
+README_PYTHON = re.findall(r"^```python\n(.*?)^```$",
+                           (ROOT / "README.md").read_text(),
+                           flags=re.MULTILINE | re.DOTALL)
+
+
+def test_readme_snippets_run(tmp_path):
+    # the README's Python blocks, in order after a program with the kernel
+    # they launch, run on the fork: the #830 loop warns once, the kept
+    # kernel does not, the filter silences the warning
+    assert len(README_PYTHON) == 3, README_PYTHON
+    before, after, silence = README_PYTHON
+    setup = textwrap.dedent("""\
+        import numpy as np
+        import pyopencl as cl
+
+        ctx = cl.create_some_context(interactive=False)
+        queue = cl.CommandQueue(ctx)
+        prg = cl.Program(ctx, '''
+        __kernel void twice(__global float *a) { a[get_global_id(0)] *= 2; }
+        ''').build()
+        a = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * 256)
+        """)
+
+    def run(code: str, *opts: str) -> subprocess.CompletedProcess:
+        script = tmp_path / "snippet.py"
+        script.write_text(code)
+        return subprocess.run([sys.executable, *opts, str(script)],
+                              capture_output=True, text=True, check=False,
+                              env={k: v for k, v in os.environ.items()
+                                   if k != "PYTHONWARNINGS"})
+
+    proc = run(setup + before)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("RepeatedKernelRetrievalWarning") == 1, proc.stderr
+    for code in [setup + after, silence + setup + before]:
+        proc = run(code, "-W", "error")
+        assert proc.returncode == 0, proc.stderr
+    # the command line's filter, by message
+    opt = re.search(r'python -W "([^"]*)" app\.py',
+                    (ROOT / "README.md").read_text().replace("\n", " "))
+    assert opt is not None
+    proc = run(setup + before, "-W", "error", "-W", opt.group(1))
+    assert proc.returncode == 0, proc.stderr
+
+# }}}
