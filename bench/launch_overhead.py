@@ -1335,7 +1335,7 @@ def main(argv: list[str] | None = None) -> int:
     # same way. (The fork's column used to run in this process, first, and
     # its C loop came out 1.3-1.7x slower than upstream's on a 2-core VM:
     # the first process measured after start-up is slow there; see
-    # README.md, "The benchmark".)
+    # bench/README.md, "What to trust".)
     envs = {"fork": (Path(sys.executable), None)}
     if not args.no_upstream:
         env = None

@@ -8,7 +8,6 @@ import re
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -99,42 +98,33 @@ README_PYTHON = re.findall(r"^```python\n(.*?)^```$",
 
 
 def test_readme_snippets_run(tmp_path):
-    # the README's Python blocks, in order after a program with the kernel
-    # they launch, run on the fork: the #830 loop warns once, the kept
-    # kernel does not, the filter silences the warning
+    # the README's Python blocks run on the fork: the #830 loop (with its
+    # program) warns once; the kept kernel after the same program, and the
+    # loop after the filter, run with warnings as errors; so does the loop
+    # with the command line's filter by message
     assert len(README_PYTHON) == 3, README_PYTHON
     before, after, silence = README_PYTHON
-    setup = textwrap.dedent("""\
-        import numpy as np
-        import pyopencl as cl
-
-        ctx = cl.create_some_context(interactive=False)
-        queue = cl.CommandQueue(ctx)
-        prg = cl.Program(ctx, '''
-        __kernel void twice(__global float *a) { a[get_global_id(0)] *= 2; }
-        ''').build()
-        a = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * 256)
-        """)
+    setup = before[:before.index("for _ in")]
 
     def run(code: str, *opts: str) -> subprocess.CompletedProcess:
         script = tmp_path / "snippet.py"
         script.write_text(code)
         return subprocess.run([sys.executable, *opts, str(script)],
-                              capture_output=True, text=True, check=False,
+                              stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, check=False,
                               env={k: v for k, v in os.environ.items()
                                    if k != "PYTHONWARNINGS"})
 
-    proc = run(setup + before)
+    proc = run(before)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("RepeatedKernelRetrievalWarning") == 1, proc.stderr
-    for code in [setup + after, silence + setup + before]:
+    for code in [setup + after, silence + before]:
         proc = run(code, "-W", "error")
         assert proc.returncode == 0, proc.stderr
-    # the command line's filter, by message
-    opt = re.search(r'python -W "([^"]*)" app\.py',
-                    (ROOT / "README.md").read_text().replace("\n", " "))
+    opt = re.search(r'`python -W "([^"]*)" app\.py`',
+                    (ROOT / "README.md").read_text())
     assert opt is not None
-    proc = run(setup + before, "-W", "error", "-W", opt.group(1))
+    proc = run(before, "-W", "error", "-W", opt.group(1))
     assert proc.returncode == 0, proc.stderr
 
 # }}}
