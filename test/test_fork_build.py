@@ -7,6 +7,7 @@ install routes, build it again from a clone of this repository.
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import os
 import re
 import shutil
@@ -259,9 +260,59 @@ def test_failed_download_is_explained(tmp_path):
     assert f"could not download the pinned upstream sdist pyopencl=={PIN.version}" \
         in proc.stdout
     assert "pip said" in proc.stdout
+    # what to do says where pip takes the file from, not a folder of the
+    # build's (under pip, a temporary one)
+    assert "PIP_FIND_LINKS=" in proc.stdout
+    assert str(repo / "subprojects") not in proc.stdout.replace(
+        str(repo / "subprojects" / "packagefiles" / "tmp"), "")
     # nothing half-downloaded is left where the next build would look
     assert not (repo / PIN.tarball.relative_to(ROOT)).exists()
     assert not list((repo / "subprojects" / "packagefiles").glob("tmp*"))
+
+
+@pytest.mark.parametrize("form", ["path", "url"])
+def test_sdist_in_find_links_is_taken(tmp_path, form):
+    # what the message above says to do, offline: no index, the sdist in
+    # a folder of PIP_FIND_LINKS
+    repo = copy_repo(tmp_path / "repo")
+    links = tmp_path / "links"
+    links.mkdir()
+    shutil.copy2(upstream.ensure_tarball(PIN), links / PIN.filename)
+    env = dict(os.environ, PIP_NO_INDEX="1", PIP_CONFIG_FILE=os.devnull,
+               PIP_FIND_LINKS=f"{tmp_path / 'nothing'} "
+               + (str(links) if form == "path" else links.as_uri()))
+    proc = run([sys.executable, repo / "tools" / "upstream.py", "prepare"], env=env)
+    assert proc.returncode == 0, proc.stdout
+    assert "upstream sdist from PIP_FIND_LINKS" in proc.stdout
+    assert upstream.sha256_of(repo / PIN.tarball.relative_to(ROOT)) == PIN.sha256
+
+    # a wrong file there stops the build as a wrong download does
+    (repo / PIN.tarball.relative_to(ROOT)).unlink()
+    (links / PIN.filename).write_bytes(b"not the release")
+    proc = run([sys.executable, repo / "tools" / "upstream.py", "prepare"], env=env)
+    assert proc.returncode == 1
+    assert "sha256 mismatch" in proc.stdout
+    assert not (repo / PIN.tarball.relative_to(ROOT)).exists()
+
+
+def test_failed_download_under_pip_is_said_once(tmp_path):
+    # a git URL offline: the build fails at configure time, and says what
+    # to do once
+    if run(["git", "rev-parse", "HEAD"], cwd=ROOT).returncode != 0:
+        pytest.skip("not a git checkout")
+    if not all(importlib.util.find_spec(m) for m in ["mesonpy", "nanobind"]):
+        pytest.skip("the build requirements are not installed here")
+    clone = tmp_path / "clone"
+    assert run(["git", "clone", "-q", ROOT, clone]).returncode == 0
+    env = dict(os.environ, PIP_NO_INDEX="1", PIP_CONFIG_FILE=os.devnull,
+               PIP_FIND_LINKS=str(tmp_path / "nothing"))
+    proc = run([*PIP, "install", "--no-build-isolation", "--no-deps",
+                "--target", tmp_path / "target",
+                f"git+file://localhost{clone}"], env=env)
+    assert proc.returncode != 0
+    assert proc.stdout.count("could not download the pinned upstream sdist") == 1, \
+        proc.stdout[-3000:]
+    assert proc.stdout.count("PIP_FIND_LINKS=") == 1
 
 
 def test_stale_extracted_tree_is_dropped(tmp_path):
@@ -417,10 +468,34 @@ def test_fork_sdist_installs_without_fetching_upstream(tmp_path):
     assert f"{top}/subprojects/packagefiles/{PIN.filename}" in names
     assert not any("/subprojects/pyopencl-" in n for n in names)
 
-    target = tmp_path / "target"
-    proc = run([*PIP, "install", "-v", "--no-deps", "--target", target, sdist])
+    # the licenses: the fork's, and upstream's from the pinned sdist
+    upstream_license = _from_pinned_sdist("LICENSE")
+    with tarfile.open(sdist) as tf:
+        assert tf.extractfile(f"{top}/upstream/LICENSE").read() == upstream_license
+        assert tf.extractfile(f"{top}/LICENSE").read() == \
+            (ROOT / "LICENSE").read_bytes()
+        pkg_info = tf.extractfile(f"{top}/PKG-INFO").read().decode()
+    assert "License-File: upstream/LICENSE" in pkg_info
+
+    # a wheel of it carries them in .dist-info/licenses/, as upstream's
+    # wheel carries its LICENSE
+    proc = run([*PIP, "wheel", "-v", "--no-deps", "-w", tmp_path / "wheels",
+                sdist])
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "fetching upstream sdist" not in proc.stdout
+    (wheel,) = (tmp_path / "wheels").glob("pyopencl-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        licenses = {n.partition(".dist-info/licenses/")[2]: zf.read(n)
+                    for n in zf.namelist() if ".dist-info/licenses/" in n}
+        metadata = next(zf.read(n).decode() for n in zf.namelist()
+                        if n.endswith(".dist-info/METADATA"))
+    assert licenses == {"upstream/LICENSE": upstream_license,
+                        "LICENSE": (ROOT / "LICENSE").read_bytes()}
+    assert "License-Expression: MIT" in metadata
+
+    target = tmp_path / "target"
+    proc = run([*PIP, "install", "--no-deps", "--target", target, wheel])
+    assert proc.returncode == 0, proc.stdout[-3000:]
     _check_target(target)
 
 # }}}

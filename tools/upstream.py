@@ -8,12 +8,15 @@ whatever package index it is configured for, so no index host is named here.
 Used three ways:
 
 * by ``meson.build`` at configure time (``prepare``): make sure the verified
-  tarball sits in ``subprojects/packagefiles/`` and that no stale, previously
-  extracted tree (built from an older series) is reused;
+  tarball sits in ``subprojects/packagefiles/``, that no stale, previously
+  extracted tree (built from an older series) is reused, and that
+  ``upstream/LICENSE`` is upstream's LICENSE, taken from the tarball
+  (``pyproject.toml``'s ``license-files`` ship it in every wheel);
 * by ``meson.build`` at configure end (``stamp``): record which series the
   extracted tree was built from;
-* by ``meson dist`` (``dist``): put the verified tarball into the fork's sdist,
-  so installing that sdist downloads nothing from upstream;
+* by ``meson dist`` (``dist``): put the verified tarball and upstream's
+  LICENSE into the fork's sdist, so installing that sdist downloads nothing
+  from upstream;
 * by ``tools/series.py`` (imported).
 
 Exit status 0 on success; on failure a message saying what went wrong and
@@ -29,7 +32,10 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
+import urllib.parse
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +43,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 WRAP = ROOT / "subprojects" / "pyopencl.wrap"
 STAMP_NAME = ".fork-series-stamp"
+# upstream's LICENSE, written from the pinned sdist at build time (ignored by
+# git); pyproject.toml's license-files names it
+LICENSE = Path("upstream") / "LICENSE"
 
 
 class FetchError(Exception):
@@ -112,13 +121,46 @@ def check_hash(pin: Pin, path: Path) -> None:
             "index serves a different file: check pip's index configuration.")
 
 
+def in_find_links(pin: Pin) -> Path | None:
+    """The pinned sdist in a folder (or as a file) that PIP_FIND_LINKS names.
+
+    ``pip download`` of an sdist prepares its metadata, which needs
+    upstream's build backend: offline, pip fails even where it sees the
+    file. So a file of the pinned name there is taken as it is (and
+    verified), and pip is not asked.
+    """
+    for entry in os.environ.get("PIP_FIND_LINKS", "").split():
+        if entry.startswith("file:"):
+            entry = urllib.request.url2pathname(urllib.parse.urlparse(entry).path)
+        elif "://" in entry:
+            continue
+        path = Path(entry)
+        if path.is_dir():
+            path = path / pin.filename
+        if path.name == pin.filename and path.is_file():
+            return path
+    return None
+
+
 def ensure_tarball(pin: Pin) -> Path:
-    """Return the verified pinned sdist, downloading it with pip if absent."""
+    """Return the verified pinned sdist: the one in packagefiles/, else one
+    in a folder of PIP_FIND_LINKS, else downloaded with pip."""
     if pin.tarball.exists():
         check_hash(pin, pin.tarball)
         return pin.tarball
 
     pin.packagefiles.mkdir(parents=True, exist_ok=True)
+    found = in_find_links(pin)
+    if found is not None:
+        print(f"upstream sdist from PIP_FIND_LINKS: {found}", file=sys.stderr)
+        check_hash(pin, found)
+        with tempfile.TemporaryDirectory(dir=pin.packagefiles) as tmp:
+            got = Path(tmp) / pin.filename
+            shutil.copyfile(found, got)
+            check_hash(pin, got)
+            os.replace(got, pin.tarball)
+        return pin.tarball
+
     with tempfile.TemporaryDirectory(dir=pin.packagefiles) as tmp:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps",
                "--no-binary", "pyopencl", "--disable-pip-version-check",
@@ -133,14 +175,52 @@ def ensure_tarball(pin: Pin) -> Path:
                 f"pyopencl=={pin.version} with pip "
                 f"(exit status {proc.returncode}).\n"
                 "pip said:\n  " + "\n  ".join(proc.stdout.strip().splitlines()[-15:])
-                + "\nCheck the network and pip's index configuration, or put "
-                f"{pin.filename} (sha256 {pin.sha256}) into {pin.packagefiles}/ "
-                "by hand.")
+                + "\n" + offline_advice(pin))
         # verify before the file reaches its final name: a bad download
         # never sits where the next build would pick it up
         check_hash(pin, got)
         os.replace(got, pin.tarball)
     return pin.tarball
+
+
+def offline_advice(pin: Pin) -> str:
+    """What to do when pip cannot download the pinned sdist: something that
+    works for a build from a git URL too, whose checkout is a temporary
+    folder of pip's."""
+    return (
+        "Check the network and pip's index configuration. Offline, or where "
+        "the index is out of reach:\n"
+        f"  * put {pin.filename} (sha256 {pin.sha256}) into a folder and "
+        "run the same command again with PIP_FIND_LINKS=/absolute/path/of/"
+        "that/folder in the environment: the build takes the file from "
+        "there. With no index at all, set PIP_NO_INDEX=1 too, and give pip "
+        "the fork's build requirements (pyproject.toml's [build-system]) in "
+        "that folder, or install them and add --no-build-isolation;\n"
+        "  * or install the fork's own sdist or a wheel of it (bash "
+        "bootstrap.sh wheels makes both): they carry upstream's code;\n"
+        f"  * or, building from a checkout of your own, put {pin.filename} "
+        "into its subprojects/packagefiles/.")
+
+
+def license_text(pin: Pin) -> bytes:
+    """Upstream's LICENSE, from the verified pinned sdist."""
+    with tarfile.open(ensure_tarball(pin)) as tf:
+        try:
+            member = tf.extractfile(f"{pin.directory}/LICENSE")
+        except KeyError:
+            member = None
+        if member is None:
+            raise FetchError(f"{pin.filename} has no {pin.directory}/LICENSE")
+        return member.read()
+
+
+def write_license(pin: Pin, dest_root: Path) -> None:
+    """Write upstream's LICENSE to DEST_ROOT/upstream/LICENSE."""
+    dest = dest_root / LICENSE
+    text = license_text(pin)
+    if not dest.exists() or dest.read_bytes() != text:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(text)
 
 
 def series_stamp(pin: Pin) -> str:
@@ -187,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.action == "prepare":
             ensure_tarball(pin)
             drop_stale_tree(pin)
+            write_license(pin, pin.root)
         elif args.action == "stamp":
             (pin.extracted / STAMP_NAME).write_text(series_stamp(pin) + "\n")
         elif args.action == "dist":
@@ -194,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
             dest = dist_root / pin.tarball.relative_to(pin.root)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ensure_tarball(pin), dest)
+            write_license(pin, dist_root)
     except FetchError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
