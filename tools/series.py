@@ -228,10 +228,27 @@ def read_pull_requests(pin: upstream.Pin) -> list[PullRequest]:
         prs.append(PullRequest(name, sec.get("title", name),
                                [by_number[n] for n in numbers], base))
         seen += numbers
-    if sorted(seen) != sorted(by_number) or len(set(seen)) != len(seen):
-        sys.exit(f"error: {ini}: every patch of the series must be in exactly "
-                 f"one section (series: {', '.join(sorted(by_number))}; "
-                 f"sections: {', '.join(seen)})")
+    unlisted = [n for n in sorted(by_number) if n not in seen]
+    twice = sorted({n for n in seen if seen.count(n) > 1})
+    if unlisted or twice:
+        msg = (f"error: {ini}: every patch of the series must be in exactly "
+               "one section.\n")
+        if twice:
+            msg += f"In more than one section: {', '.join(twice)}: keep each in one.\n"
+        if unlisted:
+            names = ", ".join(by_number[n].name for n in unlisted)
+            msg += (
+                f"In no section: {names}.\n"
+                f"Add it to {PR_FILE}, then run check again: extend the range "
+                "of the pull request it belongs to (patches = FIRST-LAST, "
+                "consecutive numbers; in series-tree/, git rebase -i upstream "
+                "moves a commit next to its pull request's, then export), or "
+                "give it a section of its own:\n\n"
+                f"[N]\ntitle = what it does\npatches = {unlisted[0]}\n"
+                "base = pristine\n\n"
+                "(base: pristine, or the pull requests it needs, such as F; a "
+                "patch never sent upstream goes into [fork-only])")
+        sys.exit(msg.rstrip())
     return prs
 
 
@@ -341,7 +358,9 @@ def need_test_modules() -> None:
     if missing:
         sys.exit(f"error: building and testing needs a Python with "
                  f"{', '.join(missing)}; run this with the fork's virtual "
-                 "environment: .venv/bin/python tools/series.py ...")
+                 "environment: .venv/bin/python tools/series.py ... (make "
+                 "one with: python3 -m venv .venv && .venv/bin/pip install "
+                 "'.[dev]')")
 
 
 @dataclass
