@@ -18,7 +18,7 @@ from pyopencl.tools import (  # noqa: F401
 
 
 def test_kept_invokers_make_no_reference_cycle(ctx_factory: cl.CtxFactory):
-    # 0015 keeps invokers in the program: they must refer to no program,
+    # 0016 keeps invokers in the program: they must refer to no program,
     # which goes with its last reference, without the cycle collector
     ctx = ctx_factory()
     queue = cl.CommandQueue(ctx)
@@ -90,7 +90,7 @@ def _kept_invokers_setup(ctx_factory, options=""):
 
 
 def test_rebuilt_program_uses_no_stale_invoker(ctx_factory: cl.CtxFactory):
-    # 0015 keeps invokers in the program: a kernel that takes other
+    # 0016 keeps invokers in the program: a kernel that takes other
     # arguments once its program is built again gets its own, also through
     # another wrapper of the same program
     queue, prg, buf, a = _kept_invokers_setup(ctx_factory)
@@ -113,7 +113,7 @@ def test_rebuilt_program_uses_no_stale_invoker(ctx_factory: cl.CtxFactory):
 
 
 def test_kept_invoker_refuses_what_upstream_refuses(ctx_factory: cl.CtxFactory):
-    # 0015's key tells a byte-swapped type from the native one: after a
+    # 0016's key tells a byte-swapped type from the native one: after a
     # kernel of the program declared complex64, '>c8' is still refused with
     # TypeError, as on 2026.1.4
     ctx = ctx_factory()
@@ -126,7 +126,7 @@ def test_kept_invoker_refuses_what_upstream_refuses(ctx_factory: cl.CtxFactory):
 
 def test_arg_size_warning_for_every_kernel(ctx_factory: cl.CtxFactory,
                                            monkeypatch: pytest.MonkeyPatch):
-    # 0015 keeps invokers in the program, but not one whose arguments may
+    # 0016 keeps invokers in the program, but not one whose arguments may
     # not fit a device (a warning), so that every new kernel warns again
     from pyopencl import invoker
 
@@ -140,7 +140,7 @@ def test_arg_size_warning_for_every_kernel(ctx_factory: cl.CtxFactory,
 
 
 def test_scan_temporaries_from_a_callable_allocator(ctx_factory: cl.CtxFactory):
-    # 0020 allocates a scan's temporaries without arrays for pyopencl's
+    # 0021 allocates a scan's temporaries without arrays for pyopencl's
     # buffer allocators only: a user's callable still gets arrays' requests,
     # the same sizes in the same order, as on 2026.1.4
     import pyopencl.array as cl_array
@@ -169,7 +169,7 @@ def test_scan_temporaries_from_a_callable_allocator(ctx_factory: cl.CtxFactory):
 
 
 def test_scan_with_another_queue_or_svm_memory(ctx_factory: cl.CtxFactory):
-    # 0020 takes a scan's temporaries as buffers only for a CommandQueue:
+    # 0021 takes a scan's temporaries as buffers only for a CommandQueue:
     # a context as the queue raises TypeError at the launch, as on
     # 2026.1.4 (not AttributeError at queue.context); and SVM memory of
     # another queue warns at each of the four temporaries' lines, so that
@@ -217,7 +217,7 @@ def test_scan_with_another_queue_or_svm_memory(ctx_factory: cl.CtxFactory):
 
 
 def test_common_dtype_cache_keys(ctx_factory: cl.CtxFactory):
-    # 0017 keeps promotion results per dtype: int64 and longlong (uint64 and
+    # 0018 keeps promotion results per dtype: int64 and longlong (uint64 and
     # ulonglong) are equal dtypes that promote to themselves, structured
     # dtypes that are equal can differ in alignment, and numpy 1.24 to 2.1
     # can switch promotion at run time
@@ -364,5 +364,32 @@ def test_launch_uses_replaced_enqueue_nd_range_kernel(
     monkeypatch.setattr(cl._cl, "enqueue_nd_range_kernel", counted)
     knl(queue, (8,), None, buf, 2.0, 1)
     assert calls == [8]
+
+# }}}
+
+
+# {{{ property lists
+
+def test_property_lists_ending_in_a_zero_name(ctx_factory: cl.CtxFactory):
+    # 0013 refuses a property name without its value: a list that ends in
+    # a 0 name, as OpenCL's C API takes it, is no such name (2026.1.4 made
+    # each of these; an earlier 0012 refused them)
+    ctx = ctx_factory()
+    if ctx._get_cl_version() < (2, 0) or cl.get_cl_header_version() < (2, 0):
+        pytest.skip("properties as a sequence need OpenCL 2.0")
+
+    props = cl.command_queue_info.PROPERTIES
+    profiling = cl.command_queue_properties.PROFILING_ENABLE
+    coords = cl.sampler_info.NORMALIZED_COORDS
+    assert cl.CommandQueue(ctx, properties=[props, 0, 0]).properties == 0
+    assert cl.CommandQueue(
+        ctx, properties=[props, profiling, 0]).properties == profiling
+    assert cl.CommandQueue(ctx, properties=[0]).properties == 0
+    # what follows the 0 name is not read
+    assert cl.CommandQueue(
+        ctx, properties=[props, profiling, 0, props]).properties == profiling
+    cl.Sampler(ctx, [coords, 1, 0])  # pyright: ignore[reportCallIssue, reportArgumentType]
+    cl.Sampler(ctx, [0])  # pyright: ignore[reportCallIssue, reportArgumentType]
+    cl.Sampler(ctx, [0, coords])  # pyright: ignore[reportCallIssue, reportArgumentType]
 
 # }}}
