@@ -73,13 +73,14 @@ def test_series_applies_without_fuzz():
     assert not [ln for ln in whole if "offset" in ln]
     assert len(whole) == len(PIN.diff_files) > 0
     # each pull request alone on its base: A, B, C, D, K, L, M and the fixes
-    # J, E and F on the pristine release, H on F;
+    # J, E and F on the pristine release, N and H on F;
     # the fork-only patch in none
     prs = series.read_pull_requests(PIN)
     assert {pr.name: pr.base for pr in prs} == {
         "fork-only": None, "A": "pristine", "J": "pristine", "B": "pristine",
-        "E": "pristine", "C": "pristine", "F": "pristine", "D": "pristine",
-        "K": "pristine", "L": "pristine", "M": "pristine", "H": "F"}
+        "E": "pristine", "C": "pristine", "F": "pristine", "N": "F",
+        "D": "pristine", "K": "pristine", "L": "pristine", "M": "pristine",
+        "H": "F"}
     for pr in prs:
         if pr.base is None:
             continue
