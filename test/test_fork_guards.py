@@ -5,6 +5,7 @@ build. They pass on 2026.1.4 too, so they live here and not in a patch
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import weakref
 
@@ -252,6 +253,70 @@ def test_common_dtype_cache_keys(ctx_factory: cl.CtxFactory):
                         == np.result_type(np.int8, 1000))
         finally:
             set_state(state)
+
+
+def test_common_dtype_matches_result_type(ctx_factory: cl.CtxFactory):
+    # 0017 keeps results of _get_common_dtype per dtype and scalar type:
+    # they are np.result_type's for every builtin dtype with every other and
+    # with Python and numpy scalars, whichever value of a type came first
+    # (cold cache, warm cache, cold again with the scalars in reverse order)
+    import warnings
+
+    import pyopencl.array as cl_array
+    from pyopencl.array import DoubleDowncastWarning, _get_common_dtype
+    from pyopencl.characterize import has_double_support
+
+    queue = cl.CommandQueue(ctx_factory())
+    double = has_double_support(queue.device)
+    downcast = {np.dtype(np.float64): np.dtype(np.float32),
+                np.dtype(np.complex128): np.dtype(np.complex64)}
+
+    arrays = []
+    for char in np.typecodes["All"]:
+        with contextlib.suppress(Exception):
+            arrays.append(cl_array.Array(queue, 4, np.dtype(char)))
+    assert len(arrays) > 20
+
+    scalars = [
+        0, 1, -1, 127, 128, 255, 256, -129, 2**31, -2**31 - 1, 2**32, 2**63 - 1,
+        2**63, 2**64 - 1, 2**64, 2**100, -2**100,
+        0.5, -1.5, 1e300, float("inf"), float("nan"),
+        1j, complex(1e300, 1), True, False,
+        np.uint64(2**64 - 1), np.int64(-2**63), np.longdouble(1),
+        *[np.dtype(char).type(1) for char in np.typecodes["AllInteger"]
+          + np.typecodes["AllFloat"] + "?"],
+        ]
+
+    def outcome(f):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DoubleDowncastWarning)
+            try:
+                return f()
+            except Exception as e:  # noqa: BLE001
+                return type(e)
+
+    def expected(a, b):
+        # the pyopencl arrays themselves, as 2026.1.4 does
+        result = outcome(lambda: np.result_type(a, b))
+        if isinstance(result, np.dtype) and not double:
+            result = downcast.get(result, result)
+        return result
+
+    def check(scalars):
+        for a in arrays:
+            for b in [*arrays, *scalars]:
+                result = outcome(lambda: _get_common_dtype(a, b, queue))  # noqa: B023
+                want = expected(a, b)
+                assert result == want, (a.dtype, b, result, want)
+                # int64 and longlong are equal dtypes, yet each its own
+                assert getattr(result, "char", None) == getattr(want, "char", None)
+
+    cache = getattr(cl_array, "_COMMON_DTYPE_CACHE", {})
+    cache.clear()
+    check(scalars)
+    check(scalars)
+    cache.clear()
+    check(scalars[::-1])
 
 
 # {{{ a launch goes through the invoker and the overrides it looks up, as on 2026.1.4
