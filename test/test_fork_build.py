@@ -73,14 +73,14 @@ def test_series_applies_without_fuzz():
     assert not [ln for ln in whole if "offset" in ln]
     assert len(whole) == len(PIN.diff_files) > 0
     # each pull request alone on its base: A, B, C, D, K, L, M and the fixes
-    # J, E and F on the pristine release, N and H on F;
-    # the fork-only patch in none
+    # J, E and F on the pristine release, P (get_kernel) on A, Q
+    # (get_launch_overhead) on P, N and H on F; the fork-only patch in none
     prs = series.read_pull_requests(PIN)
     assert {pr.name: pr.base for pr in prs} == {
-        "fork-only": None, "A": "pristine", "J": "pristine", "B": "pristine",
-        "E": "pristine", "C": "pristine", "F": "pristine", "N": "F",
-        "D": "pristine", "K": "pristine", "L": "pristine", "M": "pristine",
-        "H": "F"}
+        "fork-only": None, "A": "pristine", "P": "A", "Q": "P",
+        "J": "pristine", "B": "pristine", "F": "pristine", "N": "F",
+        "E": "pristine", "C": "pristine", "D": "pristine",
+        "K": "pristine", "L": "pristine", "M": "pristine", "H": "F"}
     for pr in prs:
         if pr.base is None:
             continue
@@ -88,6 +88,8 @@ def test_series_applies_without_fuzz():
                    if re.search(rf"\(pull request {pr.name}\)(, with an offset)?$", ln)]
         assert len(applied) == len(series.pr_patches(prs, pr)), pr.name
     assert "pull request A on the pristine release:" in lines
+    assert "pull request P on A:" in lines
+    assert "pull request Q on P:" in lines
     assert "pull request B on the pristine release:" in lines
     assert "pull request C on the pristine release:" in lines
     assert "pull request D on the pristine release:" in lines
