@@ -236,7 +236,7 @@ def test_instruction_counts_array_operation():
 
 
 def test_launches_stay_cheap():
-    # The guard of pull request C (0015-0016), by instructions on the Python
+    # The guard of pull request C (0015-0017), by instructions on the Python
     # thread, which repeat from run to run (a clock on a shared machine
     # does not): a kept kernel called with numpy scalars costs at most twice
     # a launch with declared scalar types (set_arg catching an exception

@@ -141,7 +141,7 @@ def test_arg_size_warning_for_every_kernel(ctx_factory: cl.CtxFactory,
 
 
 def test_scan_temporaries_from_a_callable_allocator(ctx_factory: cl.CtxFactory):
-    # 0021 allocates a scan's temporaries without arrays for pyopencl's
+    # 0022 allocates a scan's temporaries without arrays for pyopencl's
     # buffer allocators only: a user's callable still gets arrays' requests,
     # the same sizes in the same order, as on 2026.1.4
     import pyopencl.array as cl_array
@@ -170,7 +170,7 @@ def test_scan_temporaries_from_a_callable_allocator(ctx_factory: cl.CtxFactory):
 
 
 def test_scan_with_another_queue_or_svm_memory(ctx_factory: cl.CtxFactory):
-    # 0021 takes a scan's temporaries as buffers only for a CommandQueue:
+    # 0022 takes a scan's temporaries as buffers only for a CommandQueue:
     # a context as the queue raises TypeError at the launch, as on
     # 2026.1.4 (not AttributeError at queue.context); and SVM memory of
     # another queue warns at each of the four temporaries' lines, so that
@@ -218,7 +218,7 @@ def test_scan_with_another_queue_or_svm_memory(ctx_factory: cl.CtxFactory):
 
 
 def test_common_dtype_cache_keys(ctx_factory: cl.CtxFactory):
-    # 0018 keeps promotion results per dtype: int64 and longlong (uint64 and
+    # 0019 keeps promotion results per dtype: int64 and longlong (uint64 and
     # ulonglong) are equal dtypes that promote to themselves, structured
     # dtypes that are equal can differ in alignment, and numpy 1.24 to 2.1
     # can switch promotion at run time
@@ -256,7 +256,7 @@ def test_common_dtype_cache_keys(ctx_factory: cl.CtxFactory):
 
 
 def test_common_dtype_matches_result_type(ctx_factory: cl.CtxFactory):
-    # 0017 keeps results of _get_common_dtype per dtype and scalar type:
+    # 0019 keeps results of _get_common_dtype per dtype and scalar type:
     # they are np.result_type's for every builtin dtype with every other and
     # with Python and numpy scalars, whichever value of a type came first
     # (cold cache, warm cache, cold again with the scalars in reverse order)
@@ -456,5 +456,91 @@ def test_property_lists_ending_in_a_zero_name(ctx_factory: cl.CtxFactory):
     cl.Sampler(ctx, [coords, 1, 0])  # pyright: ignore[reportCallIssue, reportArgumentType]
     cl.Sampler(ctx, [0])  # pyright: ignore[reportCallIssue, reportArgumentType]
     cl.Sampler(ctx, [0, coords])  # pyright: ignore[reportCallIssue, reportArgumentType]
+
+# }}}
+
+
+# {{{ a kernel call is Kernel.__call__'s, whatever replaces or bypasses it
+
+_MANY_ARGS = 20
+
+
+def _many_args_kernel(ctx):
+    params = ", ".join(f"int x{i}" for i in range(_MANY_ARGS))
+    total = " + ".join(f"x{i}" for i in range(_MANY_ARGS))
+    prg = cl.Program(ctx, f"""
+        __kernel void many(__global int *out, {params})
+        {{ out[get_global_id(0)] = {total}; }}
+        """).build()
+    return cl.Kernel(prg, "many")
+
+
+def test_kernel_call_arguments_and_keywords(ctx_factory: cl.CtxFactory):
+    ctx = ctx_factory()
+    queue = cl.CommandQueue(ctx)
+    knl = _many_args_kernel(ctx)
+    out = np.zeros(4, np.int32)
+    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, out.nbytes)
+    args = [np.int32(i) for i in range(_MANY_ARGS)]
+    evt = knl(queue, (4,), None, buf, *args)
+    evt = knl(queue, (4,), None, buf, *args, wait_for=[evt], g_times_l=False)
+    evt = cl.Kernel.__call__(knl, queue, (4,), None, buf, *args,
+                             wait_for=[evt])
+    assert isinstance(evt, cl.Event)
+    cl.enqueue_copy(queue, out, buf)
+    assert (out == sum(range(_MANY_ARGS))).all()
+    with pytest.raises(TypeError):
+        knl(queue, (4,), None, buf, *args, bogus=1)
+    with pytest.raises(TypeError):
+        knl(queue, (4,), None, buf, *args[:-1])
+
+
+def test_kernel_call_replaced_on_class_and_subclass(
+        ctx_factory: cl.CtxFactory, monkeypatch: pytest.MonkeyPatch):
+    ctx = ctx_factory()
+    queue = cl.CommandQueue(ctx)
+    prg = cl.Program(ctx, _FLOAT_INT_SRC).build()
+    knl = cl.Kernel(prg, "fab")
+    knl.set_scalar_arg_dtypes([None, np.float32, np.int32])
+    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * 8)
+    calls = []
+
+    class Sub(cl.Kernel):
+        def __call__(self, *args, **kwargs):
+            calls.append("sub")
+            return super().__call__(*args, **kwargs)
+
+    sub = Sub(prg, "fab")
+    sub.set_scalar_arg_dtypes([None, np.float32, np.int32])
+    assert isinstance(sub(queue, (8,), None, buf, 2.0, 1), cl.Event)
+    assert calls == ["sub"]
+
+    orig = cl.Kernel.__call__
+
+    def replaced(self, *args, **kwargs):
+        calls.append("class")
+        return orig(self, *args, **kwargs)
+
+    monkeypatch.setattr(cl.Kernel, "__call__", replaced)
+    knl(queue, (8,), None, buf, 2.0, 1)
+    assert calls == ["sub", "class"]
+    monkeypatch.undo()
+    x = np.arange(8, dtype=np.float32)
+    cl.enqueue_copy(queue, buf, x)
+    knl(queue, (8,), None, buf, 2.0, 1)
+    cl.enqueue_copy(queue, x, buf)
+    assert calls == ["sub", "class"]
+    assert (x == 2 * np.arange(8) + 1).all()
+
+
+def test_kernel_call_before_init(ctx_factory: cl.CtxFactory):
+    class NoInit(cl.Kernel):
+        def __init__(self):
+            pass
+
+    for knl in [cl.Kernel.__new__(cl.Kernel), NoInit()]:
+        with pytest.warns(RuntimeWarning, match="uninitialized instance"):
+            with pytest.raises(TypeError):
+                knl(1, 2)
 
 # }}}
