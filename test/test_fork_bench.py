@@ -204,11 +204,13 @@ def test_cupy_column_in_the_table(capsys):
 
 
 def _instruction_counts(launches: str, *paths: str,
-                        main_thread: bool = False) -> dict[str, list[str]]:
+                        main_thread: bool = False, repeat: int = 1,
+                        python: str = sys.executable) -> dict[str, list[str]]:
     # bench/instructions.py: per path its row (count, ratio), in the order asked
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "instructions.py"),
          *(["--main-thread"] if main_thread else []),
+         "--repeat", str(repeat), "--python", python,
          "--launches", launches, *paths],
         capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -254,10 +256,35 @@ def test_launches_stay_cheap():
     assert retrieve <= c_create + 3 * kept_numpy, rows
 
 
+def _outside_opencl(row: list[str]) -> float:
+    # "... outside OpenCL calls 8.6k": the Python thread less PoCL's share
+    return float(row[-1].rstrip("k"))
+
+
+def test_launch_paths_not_dearer_than_upstream():
+    # Every launch path, as user code and as generated host code (loopy's:
+    # _set_arg_multi, _set_arg_buf_pack_multi and a positional
+    # enqueue_nd_range_kernel, with and without a wait_for list) call it,
+    # costs at most what 2026.1.4 costs on the Python thread: the median of
+    # three counts of each, outside OpenCL calls (PoCL's own work there
+    # moves with its worker thread), with a few hundred instructions for
+    # what still moves between runs
+    paths = ["kept_numpy", "kept_dtypes", "set_args_enqueue",
+             "set_arg_enqueue", "generated", "generated_wait"]
+    upstream = str(lo.upstream_python(ROOT / ".venv-upstream"))
+    fork = _instruction_counts("300,900", *paths, main_thread=True, repeat=3)
+    base = _instruction_counts("300,900", *paths, main_thread=True, repeat=3,
+                               python=upstream)
+    dearer = {p: (fork[p], base[p]) for p in paths
+              if _outside_opencl(fork[p]) > _outside_opencl(base[p]) + 0.3}
+    assert not dearer
+
+
 def test_instruction_counts_bad_input():
     for args, message in [(["bogus"], "unknown path(s) bogus"),
                           (["--launches", "30,10"], "0 < N1 < N2"),
-                          (["--launches", "x"], "two integers")]:
+                          (["--launches", "x"], "two integers"),
+                          (["--repeat", "0"], "K >= 1")]:
         proc = subprocess.run(
             [sys.executable, str(ROOT / "bench" / "instructions.py"), *args],
             capture_output=True, text=True, check=False)

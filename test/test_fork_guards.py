@@ -539,8 +539,8 @@ def test_kernel_call_before_init(ctx_factory: cl.CtxFactory):
             pass
 
     for knl in [cl.Kernel.__new__(cl.Kernel), NoInit()]:
-        with pytest.warns(RuntimeWarning, match="uninitialized instance"):
-            with pytest.raises(TypeError):
-                knl(1, 2)
+        with (pytest.warns(RuntimeWarning, match="uninitialized instance"),
+              pytest.raises(TypeError)):
+            knl(1, 2)
 
 # }}}

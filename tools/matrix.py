@@ -5,8 +5,8 @@ usage: bash bootstrap.sh matrix [--list] [3.X ...] [-- PYTEST_ARGS]
 
 For each CPython 3.10-3.13 found (or only the versions named), make the
 virtual environment .venv-py3X (kept between runs), build and install the fork
-with its dev extra into it with pip, then run the launch and retrieval tests of the patched tree
-(test_wrapper.py) and test/test_fork_conformance.py
+with its dev extra into it with pip, then run the launch and retrieval
+tests of the patched tree (test_wrapper.py) and test/test_fork_conformance.py
 if it exists, with RepeatedKernelRetrievalWarning as an error.  At the end a
 table: Python version, build, tests, result; the exit status is 1 if a version
 that was found failed (or none was found).  Logs go to matrix-out/.
