@@ -256,8 +256,8 @@ def test_launches_stay_cheap():
     assert retrieve <= c_create + 3 * kept_numpy, rows
 
 
-def _outside_opencl(row: list[str]) -> float:
-    # "... outside OpenCL calls 8.6k": the Python thread less PoCL's share
+def _host_code(row: list[str]) -> float:
+    # "... in Python, PyOpenCL, numpy 5.08k": the Python thread's own code
     return float(row[-1].rstrip("k"))
 
 
@@ -265,18 +265,21 @@ def test_launch_paths_not_dearer_than_upstream():
     # Every launch path, as user code and as generated host code (loopy's:
     # _set_arg_multi, _set_arg_buf_pack_multi and a positional
     # enqueue_nd_range_kernel, with and without a wait_for list) call it,
-    # costs at most what 2026.1.4 costs on the Python thread: the median of
-    # three counts of each, outside OpenCL calls (PoCL's own work there
-    # moves with its worker thread), with a few hundred instructions for
-    # what still moves between runs
+    # costs at most what 2026.1.4 costs on the Python thread, in the own
+    # code of Python, PyOpenCL and numpy (which repeats within a few dozen
+    # instructions; libc's malloc, the ICD loader and PoCL move with PoCL's
+    # worker thread or differ between the builds), with two hundred
+    # instructions: two builds of the same code differ by up to about 60,
+    # and F holds the events of a wait_for list until the call is done
+    # (2026.1.4 released them while in use), about a hundred more
     paths = ["kept_numpy", "kept_dtypes", "set_args_enqueue",
              "set_arg_enqueue", "generated", "generated_wait"]
     upstream = str(lo.upstream_python(ROOT / ".venv-upstream"))
-    fork = _instruction_counts("300,900", *paths, main_thread=True, repeat=3)
-    base = _instruction_counts("300,900", *paths, main_thread=True, repeat=3,
+    fork = _instruction_counts("300,900", *paths, main_thread=True)
+    base = _instruction_counts("300,900", *paths, main_thread=True,
                                python=upstream)
     dearer = {p: (fork[p], base[p]) for p in paths
-              if _outside_opencl(fork[p]) > _outside_opencl(base[p]) + 0.3}
+              if _host_code(fork[p]) > _host_code(base[p]) + 0.2}
     assert not dearer
 
 
