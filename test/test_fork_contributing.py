@@ -81,7 +81,7 @@ def test_new_patch_loop(tmp_path):
     proc = sh("python3 tools/series.py check", clone)
     assert proc.returncode == 0, proc.stdout
     assert f"ok  {patch.name}\n" in proc.stdout
-    assert f"ok  {patch.name} (pull request N)" in proc.stdout
+    assert f"ok  {patch.name} (pull request Z)" in proc.stdout
 
     proc = sh("git add subprojects UPSTREAM.md", clone)
     assert proc.returncode == 0, proc.stdout

@@ -237,6 +237,9 @@ def read_pull_requests(pin: upstream.Pin) -> list[PullRequest]:
             msg += f"In more than one section: {', '.join(twice)}: keep each in one.\n"
         if unlisted:
             names = ", ".join(by_number[n].name for n in unlisted)
+            # a letter no section has yet, from the end of the alphabet
+            free = next((c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBA"
+                         if c not in cp), "NEW")
             msg += (
                 f"In no section: {names}.\n"
                 f"Add it to {PR_FILE}, then run check again: extend the range "
@@ -244,7 +247,7 @@ def read_pull_requests(pin: upstream.Pin) -> list[PullRequest]:
                 "consecutive numbers; in series-tree/, git rebase -i upstream "
                 "moves a commit next to its pull request's, then export), or "
                 "give it a section of its own:\n\n"
-                f"[N]\ntitle = what it does\npatches = {unlisted[0]}\n"
+                f"[{free}]\ntitle = what it does\npatches = {unlisted[0]}\n"
                 "base = pristine\n\n"
                 "(base: pristine, or the pull requests it needs, such as F; a "
                 "patch never sent upstream goes into [fork-only])")
