@@ -26,9 +26,9 @@ from pathlib import Path
 RUNS = [
     ("H200", "h200-fork15.json",
      "fork.15 still launched in C++, which has since left the series"),
-    ("PoCL", "pocl-fork16.json",
-     ("fork.16 still launched in C++, which has since left the series; a "
-      "2-core VM with other jobs running: read it for direction")),
+    ("PoCL", "pocl-fork17.json",
+     ("`bash bootstrap.sh bench` in a fresh clone; a 2-core VM with other "
+      "jobs running: read it for direction")),
 ]
 
 # the rows: (section of a run's json, key, label)
@@ -73,7 +73,8 @@ def table() -> str:
             f"{heading}: `bench/results/{name}`, pyopencl {fork['pyopencl']} "
             f"against {up['pyopencl']} on {fork['device']}, Python "
             f"{fork['python']}"
-            + (f", best of {procs} processes per column" if procs else "")
+            + (f", best of {procs} processes per column" if procs and procs > 1
+               else ", one process per column" if procs else "")
             + (f"; {note}" if note else "") + ".")
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
