@@ -1119,46 +1119,36 @@ def print_table(runs: dict[str, dict]) -> None:
     # a client skipped (--no-real-clients) or installed in no column has
     # no table: the notes at the end say why
     both = "fork" in names and "upstream" in names
-    if any(runs[n].get("reikna") for n in names):
-        header = f"{'real client: reikna 0.9 (µs per call)':46}"
+
+    def client_table(section: str, title: str, ops) -> None:
+        if not any(runs[n].get(section) for n in names):
+            return
+        header = f"{title:46}"
         for name in names:
             header += f" | {name:>13}"
         header += " | fork/upstream" if both else ""
         print("\n" + header)
         print("-" * len(header))
-        for key, label in REIKNA_OPS:
+        for key, label in ops:
             row = f"{label:46}"
             for name in names:
-                e = runs[name]["reikna"].get(key)
+                e = runs[name].get(section, {}).get(key)
                 row += f" | {'not installed' if e is None else fmt_us(e):>13}"
-            e = runs["fork"]["reikna"].get(key) if both else None
+            e = runs["fork"].get(section, {}).get(key) if both else None
             if e is not None and "vs_upstream" in e:
                 row += f" | {fmt_ratio(e['vs_upstream']):>13}"
-            if any(not runs[n]["reikna"].get(key, {}).get("ok", True)
+                if not e.get("same_result", True):
+                    row += " RESULTS DIFFER between the columns"
+            if any(not runs[n].get(section, {}).get(key, {}).get("ok", True)
                    for n in names):
                 row += " WRONG RESULT"
             print(row)
 
-    if any(runs[n].get("clients") for n in names):
-        header = f"{'real clients: their releases (µs per call)':46}"
-        for name in names:
-            header += f" | {name:>13}"
-        header += " | fork/upstream" if both else ""
-        print("\n" + header)
-        print("-" * len(header))
-        for key, label in CLIENT_OPS:
-            row = f"{label:46}"
-            for name in names:
-                e = runs[name].get("clients", {}).get(key)
-                row += f" | {'not installed' if e is None else fmt_us(e):>13}"
-            e = runs["fork"].get("clients", {}).get(key) if both else None
-            if e is not None and "vs_upstream" in e:
-                row += f" | {fmt_ratio(e['vs_upstream']):>13}"
-                row += ("" if e["same_result"] else
-                        " RESULTS DIFFER between the columns")
-            print(row)
-        if both:
-            print("  each output compared byte for byte between the columns")
+    client_table("reikna", "real client: reikna 0.9 (µs per call)", REIKNA_OPS)
+    client_table("clients", "real clients: their releases (µs per call)",
+                 CLIENT_OPS)
+    if both and any(runs[n].get("clients") for n in names):
+        print("  each output compared byte for byte between the columns")
 
     for size in first["sort"]:
         launches = next(iter(first["sort"][size].values()))["launches"]
