@@ -105,6 +105,11 @@ def test_readme_snippets_run(tmp_path):
     assert len(README_PYTHON) == 3, README_PYTHON
     before, after, silence = README_PYTHON
     setup = before[:before.index("for _ in")]
+    # each loop waits for its launches: a process that exits while PoCL's
+    # worker still compiles a kernel can crash in LLVM at exit (2026.1.4 as
+    # well; the fork's loop is fast enough to end before the compile does)
+    for loop in [before, after]:
+        assert loop.rstrip().endswith("queue.finish()"), loop
 
     def run(code: str, *opts: str) -> subprocess.CompletedProcess:
         script = tmp_path / "snippet.py"
