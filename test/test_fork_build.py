@@ -40,8 +40,10 @@ def run(cmd, **kwargs):
 
 
 def copy_repo(dest: Path) -> Path:
-    """The tracked files of this checkout, as a clone would have them."""
-    files = run(["git", "ls-files", "-z"], cwd=ROOT).stdout.split("\0")
+    """The files of this checkout that a commit would take (tracked, and
+    untracked ones git does not ignore, such as a new patch)."""
+    files = run(["git", "ls-files", "-z", "--cached", "--others",
+                 "--exclude-standard"], cwd=ROOT).stdout.split("\0")
     for f in filter(None, files):
         if (ROOT / f).exists():
             (dest / f).parent.mkdir(parents=True, exist_ok=True)
@@ -86,7 +88,8 @@ def test_series_applies_without_fuzz():
         if pr.base is None:
             continue
         applied = [ln for ln in lines
-                   if re.search(rf"\(pull request {pr.name}\)(, with an offset)?$", ln)]
+                   if re.search(rf"\(pull request ({pr.name}|\S+, a base of "
+                                rf"{pr.name})\)(, with an offset)?$", ln)]
         assert len(applied) == len(series.pr_patches(prs, pr)), pr.name
     assert "pull request A on the pristine release:" in lines
     assert "pull request P on A:" in lines
@@ -109,7 +112,8 @@ def test_pull_requests_cover_the_series(tmp_path):
     shutil.copytree(ROOT / "subprojects", repo / "subprojects",
                     ignore=shutil.ignore_patterns("pyopencl-*"))
     ini = repo / "subprojects" / "packagefiles" / series.PR_FILE
-    ini.write_text(ini.read_text().replace("patches = 0011\n", "patches = 0012\n"))
+    text = ini.read_text()
+    ini.write_text(text.replace("patches = 0011\n", "patches = 0012\n"))
     proc = subprocess.run(
         [sys.executable, "-c",
          ("import sys; sys.path.insert(0, sys.argv[1]); import series, upstream; "
@@ -118,6 +122,13 @@ def test_pull_requests_cover_the_series(tmp_path):
         capture_output=True, text=True, check=False)
     assert proc.returncode != 0
     assert "every patch of the series must be in exactly one section" in proc.stderr
+
+    # so are bases that make a cycle (a message, not a RecursionError)
+    i = text.index("[Q]")
+    ini.write_text(text[:i] + text[i:].replace("base = P", "base = Q", 1))
+    proc = subprocess.run(proc.args, capture_output=True, text=True, check=False)
+    assert proc.returncode != 0
+    assert "the bases make a cycle (Q -> Q)" in proc.stderr, proc.stderr
 
 
 def test_upstream_md_line_counts_are_generated():

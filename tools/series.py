@@ -73,6 +73,7 @@ import tarfile
 import tempfile
 import textwrap
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -169,13 +170,15 @@ def export(pin: upstream.Pin, tree: Path) -> None:
     print(f"exported {len(new)} patches to {outdir}")
 
 
-def apply_cleanly(tree: Path, patches: list[Path], label: str = "",
+def apply_cleanly(tree: Path, patches: list[Path],
+                  label: Callable[[Path], str] = lambda p: "",
                   offset: bool = False) -> int:
     """Apply *patches* to *tree* with patch(1), refusing any fuzz, and any
-    offset unless *offset*. Returns the number of patches that did not
-    apply cleanly."""
+    offset unless *offset*; *label* says what each patch is there for.
+    Returns the number of patches that did not apply cleanly."""
     bad = 0
     for p in patches:
+        label_p = label(p)
         if not p.exists():
             print(f"MISSING: {p}")
             bad += 1
@@ -187,11 +190,11 @@ def apply_cleanly(tree: Path, patches: list[Path], label: str = "",
         out = proc.stdout
         refused = r"fuzz|FAILED|reject" if offset else r"offset|fuzz|FAILED|reject"
         if proc.returncode or re.search(refused, out):
-            print(f"DOES NOT APPLY CLEANLY{label}: {p.name}\n{out}")
+            print(f"DOES NOT APPLY CLEANLY{label_p}: {p.name}\n{out}")
             bad += 1
         else:
             moved = ", with an offset" if re.search("offset", out) else ""
-            print(f"ok  {p.name}{label}{moved}")
+            print(f"ok  {p.name}{label_p}{moved}")
     return bad
 
 
@@ -252,6 +255,20 @@ def read_pull_requests(pin: upstream.Pin) -> list[PullRequest]:
                 "(base: pristine, or the pull requests it needs, such as F; a "
                 "patch never sent upstream goes into [fork-only])")
         sys.exit(msg.rstrip())
+    by_name = {pr.name: pr for pr in prs}
+
+    def bases_of(pr: PullRequest, path: tuple[str, ...]) -> None:
+        for b in (pr.base or "").split():
+            if b == "pristine":
+                continue
+            if b in path or b == pr.name:
+                cycle = " -> ".join((*path, pr.name, b))
+                sys.exit(f"error: {ini}: the bases make a cycle ({cycle}): "
+                         "a pull request's base must come before it")
+            bases_of(by_name[b], (*path, pr.name))
+
+    for pr in prs:
+        bases_of(pr, ())
     return prs
 
 
@@ -291,9 +308,13 @@ def check(pin: upstream.Pin, test: bool = False) -> int:
             print(f"pull request {pr.name} on {on}:")
             # alone, a pull request may land at an offset (as on any
             # branch that moved), never with fuzz
-            bad += apply_cleanly(tree, pr_patches(prs, pr),
-                                 label=f" (pull request {pr.name})",
-                                 offset=True)
+            owner = {q: o.name for o in prs for q in o.patches}
+            bad += apply_cleanly(
+                tree, pr_patches(prs, pr),
+                label=lambda q, pr=pr: (
+                    f" (pull request {pr.name})" if q in pr.patches
+                    else f" (pull request {owner[q]}, a base of {pr.name})"),
+                offset=True)
     if test and not bad:
         for pr in prs:
             if pr.base is not None:
