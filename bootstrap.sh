@@ -205,8 +205,29 @@ run_matrix() {
 
 # For each CPython 3.10-3.13 found (as matrix finds them, or each 3.X named):
 # a wheel built by that Python's pip, repaired by auditwheel into a manylinux
-# wheel with the ICD loader bundled (as upstream's wheels have it); then the
-# fork's sdist and SHA256SUMS, all in $FORK_DIST (default dist/)
+# wheel with the ICD loader bundled (as upstream's wheels have it) and its
+# license (Debian's copyright file of ocl-icd, which upstream's wheels lack);
+# then the fork's sdist and SHA256SUMS, all in $FORK_DIST (default dist/)
+# the wheel $1 with the bundled ICD loader's license in
+# .dist-info/licenses/ocl-icd/ (and named in METADATA), into the folder $2
+add_icd_license() {
+  local whl=$1 out=$2 tree di
+  tree=$(mktemp -d)
+  "$venv/bin/python" -m wheel unpack -d "$tree" "$whl" >/dev/null
+  di=$(echo "$tree"/*/*.dist-info)
+  mkdir -p "$di/licenses/ocl-icd"
+  cp /usr/share/doc/ocl-icd-libopencl1/copyright "$di/licenses/ocl-icd/"
+  "$venv/bin/python" - "$di/METADATA" <<'PY'
+import sys
+from pathlib import Path
+meta = Path(sys.argv[1])
+head, sep, body = meta.read_text().partition("\n\n")
+meta.write_text(head + "\nLicense-File: ocl-icd/copyright" + sep + body)
+PY
+  "$venv/bin/python" -m wheel pack -d "$out" "$tree"/* >/dev/null
+  rm -rf "$tree"
+}
+
 run_wheels() {
   local dist=${FORK_DIST:-$here/dist} found row ver full py raw
   local -a rows
@@ -226,7 +247,9 @@ run_wheels() {
     echo "=== Python $full ($py): wheel" >&2
     "$py" -m pip wheel -q --disable-pip-version-check --no-deps \
       -w "$raw/$ver" . </dev/null
-    PATH=$venv/bin:$PATH auditwheel repair -w "$dist" "$raw/$ver"/pyopencl-*.whl </dev/null
+    PATH=$venv/bin:$PATH auditwheel repair -w "$raw/$ver/repaired" \
+      "$raw/$ver"/pyopencl-*.whl </dev/null
+    add_icd_license "$raw/$ver"/repaired/pyopencl-*.whl "$dist"
   done
   rm -rf "$raw"
   "$venv/bin/python" -m build -q --sdist --outdir "$dist" . </dev/null

@@ -649,11 +649,14 @@ def test_wheel_installs_without_a_compiler(tmp_path):
     assert wheel.name in sums and sdist.name in sums
     with zipfile.ZipFile(wheel) as zf:
         assert [n for n in zf.namelist() if "libOpenCL" in n]
-        # auditwheel keeps the licenses (.dist-info/licenses/)
+        # auditwheel keeps the licenses (.dist-info/licenses/); the bundled
+        # ICD loader's is added, and named in METADATA
         licenses = {n.partition(".dist-info/licenses/")[2]
                     for n in zf.namelist()
                     if ".dist-info/licenses/" in n and not n.endswith("/")}
-        assert licenses == {"LICENSE", "upstream/LICENSE"}
+        assert licenses == {"LICENSE", "upstream/LICENSE", "ocl-icd/copyright"}
+        (meta,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        assert "License-File: ocl-icd/copyright" in zf.read(meta).decode()
     show = run([Path(sys.executable).parent / "auditwheel", "show", wheel])
     assert "manylinux_" in show.stdout, show.stdout
 
