@@ -203,11 +203,6 @@ run_matrix() {
 
 # {{{ wheels: what a downstream project installs without a compiler
 
-# For each CPython 3.10-3.13 found (as matrix finds them, or each 3.X named):
-# a wheel built by that Python's pip, repaired by auditwheel into a manylinux
-# wheel with the ICD loader bundled (as upstream's wheels have it) and its
-# license (Debian's copyright file of ocl-icd, which upstream's wheels lack);
-# then the fork's sdist and SHA256SUMS, all in $FORK_DIST (default dist/)
 # the wheel $1 with the bundled ICD loader's license in
 # .dist-info/licenses/ocl-icd/ (and named in METADATA), into the folder $2
 add_icd_license() {
@@ -228,6 +223,11 @@ PY
   rm -rf "$tree"
 }
 
+# For each CPython 3.10-3.13 found (as matrix finds them, or each 3.X named):
+# a wheel built by that Python's pip, repaired by auditwheel into a manylinux
+# wheel with the ICD loader bundled (as upstream's wheels have it) and its
+# license (Debian's copyright file of ocl-icd, which upstream's wheels lack);
+# then the fork's sdist and SHA256SUMS, all in $FORK_DIST (default dist/)
 run_wheels() {
   local dist=${FORK_DIST:-$here/dist} found row ver full py raw
   local -a rows

@@ -261,7 +261,7 @@ def read_pull_requests(pin: upstream.Pin) -> list[PullRequest]:
         for b in (pr.base or "").split():
             if b == "pristine":
                 continue
-            if b in path or b == pr.name:
+            if b in (*path, pr.name):
                 cycle = " -> ".join((*path, pr.name, b))
                 sys.exit(f"error: {ini}: the bases make a cycle ({cycle}): "
                          "a pull request's base must come before it")
@@ -298,6 +298,7 @@ def check(pin: upstream.Pin, test: bool = False) -> int:
         bad += apply_cleanly(tree, pin.series)
 
     prs = read_pull_requests(pin)
+    owner = {q: o.name for o in prs for q in o.patches}
     for pr in prs:
         if pr.base is None:
             continue
@@ -308,7 +309,6 @@ def check(pin: upstream.Pin, test: bool = False) -> int:
             print(f"pull request {pr.name} on {on}:")
             # alone, a pull request may land at an offset (as on any
             # branch that moved), never with fuzz
-            owner = {q: o.name for o in prs for q in o.patches}
             bad += apply_cleanly(
                 tree, pr_patches(prs, pr),
                 label=lambda q, pr=pr: (
