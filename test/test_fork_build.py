@@ -76,8 +76,8 @@ def test_series_applies_without_fuzz():
     assert not [ln for ln in whole if "offset" in ln]
     assert len(whole) == len(PIN.diff_files) > 0
     # each pull request alone on its base: A, B, C, D, K, L, M and the fixes
-    # J, E and F on the pristine release, P (get_kernel) on A, Q
-    # (get_launch_overhead) on P, N and H on F; the fork-only patch in none
+    # J, E and F on the pristine release, P (get_kernel) on A, Q (its
+    # example times get_kernel) on P, N and H on F; the fork-only patch in none
     prs = series.read_pull_requests(PIN)
     assert {pr.name: pr.base for pr in prs} == {
         "fork-only": None, "A": "pristine", "P": "A", "Q": "P",
