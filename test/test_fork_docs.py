@@ -69,9 +69,22 @@ def test_readme_results_table_is_generated():
 
 def test_results_table_runs_exist_and_are_listed():
     listing = (ROOT / "bench" / "results" / "README.md").read_text()
-    for _heading, name, _note in results_table.RUNS:
+    for name, _note in results_table.RUNS:
         assert (results_table.RESULTS / name).is_file(), name
         assert f"`{name.removesuffix('.json')}." in listing, name
+
+
+def test_results_table_headed_by_each_runs_device():
+    # each column group is named by its run's "device" field, never typed
+    head = results_table.table().splitlines()[0]
+    for name, _note in results_table.RUNS:
+        device = results_table.load(name)["fork"]["device"]
+        label = results_table.device_label(device)
+        assert f" {label} fork | {label} upstream | upstream / fork |" in head
+    assert results_table.device_label(
+        "NVIDIA H100 80GB HBM3 (NVIDIA CUDA)") == "H100"
+    assert results_table.device_label(
+        "pthread-skylake-avx512-AMD EPYC (Portable Computing Language)") == "PoCL"
 
 
 def test_results_listing_names_every_file():
