@@ -146,3 +146,35 @@ def test_readme_snippets_run(tmp_path):
     assert proc.returncode == 0, proc.stderr
 
 # }}}
+
+
+# {{{ the CHANGELOG
+
+def test_changelog_versions_name_date_and_commit():
+    # each version's heading gives its date and the commit that set its
+    # version in meson.build, so that a version maps to a commit without
+    # git log; where this clone has the commit, its meson.build agrees
+    text = (ROOT / "CHANGELOG.md").read_text()
+    heads = re.findall(r"^## (\S+) \((\d{4}-\d\d-\d\d), commit ([0-9a-f]{7,40})\)$",
+                       text, flags=re.MULTILINE)
+    versions = re.findall(r"^## (\d\S*)", text, flags=re.MULTILINE)
+    assert [v for v, _, _ in heads] == versions
+    for section in text.split("\n## ")[1:]:
+        if section.startswith(tuple("0123456789")):
+            body = section.split("\n", 1)[1].lstrip()
+            assert body.startswith("**For users:**"), section[:80]
+    if shutil.which("git") is None:
+        return
+    for version, date, commit in heads:
+        proc = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{commit}:meson.build"],
+            capture_output=True, text=True, check=False)
+        if proc.returncode:
+            continue  # a shallow clone
+        assert f"version: '{version}'" in proc.stdout, (version, commit)
+        day = subprocess.run(
+            ["git", "-C", str(ROOT), "log", "-1", "--format=%cs", commit],
+            capture_output=True, text=True, check=True).stdout.strip()
+        assert day == date, (version, commit, day)
+
+# }}}
