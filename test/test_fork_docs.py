@@ -52,6 +52,19 @@ def test_changed_pages_build_without_warnings(tmp_path):
     assert "RepeatedKernelRetrieval" in howto
 
 
+def test_fork_docs_page_is_current():
+    # docs/launch-overhead.txt, the series' how-to and new API for pip
+    # users, is what tools/fork_docs.py renders from the patched tree now
+    pytest.importorskip("sphinx")
+    if not (upstream.read_pin(ROOT).extracted / "doc").is_dir():
+        pytest.skip("no patched tree: build the fork first")
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "fork_docs.py"), "--check"],
+        capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "docs/launch-overhead.txt" in (ROOT / "README.md").read_text()
+
+
 # {{{ the README
 
 sys.path.insert(0, str(ROOT / "bench"))
