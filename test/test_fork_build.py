@@ -310,6 +310,7 @@ def test_sdist_in_find_links_is_taken(tmp_path, form):
     assert not (repo / PIN.tarball.relative_to(ROOT)).exists()
 
 
+@pytest.mark.slow
 def test_failed_download_under_pip_is_said_once(tmp_path):
     # a git URL offline: the build fails at configure time, and says what
     # to do once
@@ -424,6 +425,25 @@ def test_installed_files_equal_upstream_wheel(tmp_path):
     ours = installed_files()
     assert ours == theirs - bundled
 
+
+def test_metadata_names_the_fork_and_its_license():
+    # upstream as author, the fork as maintainer, the license as an SPDX
+    # expression (core metadata 2.4, which pip show prints from pip 25.1 on);
+    # no URL with a placeholder for a host the fork does not have
+    meta = importlib.metadata.metadata("pyopencl")
+    assert meta["License-Expression"] == "MIT"
+    assert "Andreas Kloeckner" in meta["Author-Email"]
+    assert "fork" in meta["Maintainer"]
+    for url in meta.get_all("Project-URL") or []:
+        assert "HOST" not in url and "OWNER" not in url, url
+    text = (ROOT / "pyproject.toml").read_text()
+    for label in ["Changelog", "Issues"]:
+        assert f'# {label} = "https://HOST/OWNER/REPO' in text, label
+    proc = run([*PIP, "show", "pyopencl"])
+    from packaging.version import Version
+    if Version(importlib.metadata.version("pip")) >= Version("25.1"):
+        assert "License-Expression: MIT" in proc.stdout, proc.stdout
+
 # }}}
 
 
@@ -447,6 +467,7 @@ def test_readme_shows_git_forms():
     assert len(README_GIT_FORMS) == 2, README_GIT_FORMS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", README_GIT_FORMS)
 def test_install_from_git_url(tmp_path, form):
     # how downstream projects pin the fork: the README's forms, run by the
@@ -466,6 +487,7 @@ def test_install_from_git_url(tmp_path, form):
     _check_target(target)
 
 
+@pytest.mark.slow
 def test_fork_sdist_installs_without_fetching_upstream(tmp_path):
     # meson dist works from a git checkout (it packs the committed files)
     if run(["git", "rev-parse", "HEAD"], cwd=ROOT).returncode != 0:
@@ -630,6 +652,7 @@ print(cl.__file__)
 """
 
 
+@pytest.mark.slow
 def test_wheel_installs_without_a_compiler(tmp_path):
     # bootstrap.sh wheels for this Python: a manylinux wheel with the ICD
     # loader bundled, installed from the file alone, with no build tools on
