@@ -47,6 +47,7 @@ import ctypes
 import ctypes.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -995,6 +996,28 @@ def upstream_python(venv: Path) -> Path:
     return py
 
 
+# pip reaches no package index: what it said, once per run (None: it does)
+_UNREACHABLE: dict[str, str | None] = {}
+
+
+def index_unreachable(py: Path) -> str | None:
+    """Whether the pip of *py* can fetch a real client, asked once per run:
+    one download of reikna with no retry and a short timeout. Offline, pip
+    would otherwise retry each install five times (a minute or more of
+    "WARNING: Retrying" lines per client) before it fails."""
+    if "why" not in _UNREACHABLE:
+        with tempfile.TemporaryDirectory() as tmp:
+            proc = subprocess.run(
+                [str(py), "-m", "pip", "download", "-q",
+                 "--disable-pip-version-check", "--no-deps", "--retries", "0",
+                 "--timeout", "10", "--dest", tmp, REIKNA_REQ],
+                check=False, capture_output=True, text=True)
+        lines = [ln for ln in (proc.stdout + proc.stderr).splitlines()
+                 if ln.startswith("ERROR")] or ["?"]
+        _UNREACHABLE["why"] = lines[-1] if proc.returncode else None
+    return _UNREACHABLE["why"]
+
+
 def ensure_real_clients(py: Path, env: dict | None, label: str) -> str | None:
     """reikna, pyclesperanto-prototype and silx in the environment of the
     column's interpreter *py*, installed on first use where that is a
@@ -1010,6 +1033,12 @@ def ensure_real_clients(py: Path, env: dict | None, label: str) -> str | None:
                 "is no virtual environment to install them into: install "
                 f"{REIKNA_REQ}, {' '.join(CLIENT_REQS)} (--no-deps) and "
                 "their requirements but numpy and pyopencl")
+    why = index_unreachable(py)
+    if why is not None:
+        note = (f"{label}: real clients not installed: pip could not fetch "
+                f"{REIKNA_REQ} in one try, offline? ({why})")
+        print(note, file=sys.stderr)
+        return note
     keep = subprocess.run(
         [str(py), "-c", ("import numpy, importlib.metadata as m; "
                          "print(f'numpy=={numpy.__version__}'); "
@@ -1035,6 +1064,33 @@ def ensure_real_clients(py: Path, env: dict | None, label: str) -> str | None:
           f"{', '.join(CLIENT_REQS)} (pyclesperanto-prototype without its "
           "numpy<2 pin) and their requirements", file=sys.stderr)
     return None
+
+# }}}
+
+
+# {{{ the columns' processes
+
+# what PoCL's compiler (clang) prints on stderr for each program it builds
+# with warnings (the real clients' kernels): a count, not the warnings,
+# and only while PoCL's kernel cache lacks the program
+COMPILER_COUNT = re.compile(r"\d+ warnings? generated\.")
+
+
+def run_column(cmd: list[str], cwd: str, env: dict | None) -> int:
+    """Run a column's process, its stderr passed on but for the compiler's
+    "N warnings generated." lines; how many of those it dropped."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stderr is not None
+    dropped = 0
+    for line in proc.stderr:
+        if COMPILER_COUNT.fullmatch(line.strip()):
+            dropped += 1
+        else:
+            sys.stderr.write(line)
+    if proc.wait():
+        raise subprocess.CalledProcessError(proc.returncode, cmd)
+    return dropped
 
 # }}}
 
@@ -1358,6 +1414,7 @@ def main(argv: list[str] | None = None) -> int:
     # path keeps its best: on a shared machine a slow spell of seconds
     # otherwise falls on one column's process and not on the other's.
     measured: dict[str, list[dict]] = {name: [] for name in envs}
+    dropped = 0
     for _ in range(args.processes):
         for name, (py, env) in envs.items():
             with tempfile.TemporaryDirectory() as tmp:
@@ -1369,7 +1426,7 @@ def main(argv: list[str] | None = None) -> int:
                        "--sort-sizes", ",".join(map(str, sizes)),
                        *([] if args.real_clients else ["--no-real-clients"]),
                        *(["--measure-cupy"] if name == "cupy" else [])]
-                subprocess.run(cmd, check=True, cwd=tmp, env=env)
+                dropped += run_column(cmd, tmp, env)
                 measured[name].append(json.loads(out.read_text()))
     runs = {name: best_of_processes(results)
             for name, results in measured.items()}
@@ -1379,11 +1436,18 @@ def main(argv: list[str] | None = None) -> int:
             up = runs["upstream"].get(section, {})
             for key, entry in runs["fork"].get(section, {}).items():
                 if key in up:
+                    # fork over upstream in the json, as older runs have
+                    # it; the table prints upstream / fork
                     entry["vs_upstream"] = entry["us"] / up[key]["us"]
                     if "digest" in entry:
                         entry["same_result"] = (
                             entry["digest"] == up[key]["digest"]
                             and "differs" not in entry["digest"])
+    if dropped:
+        install_notes.append(
+            f"{dropped} lines \"N warnings generated.\" not shown: PoCL's "
+            "compiler counts the warnings on kernels it builds (the real "
+            "clients'), once, until its kernel cache has them")
     runs[next(iter(runs))]["notes"].extend(install_notes)
 
     print_table(runs)

@@ -144,6 +144,41 @@ def test_quick_benchmark_beside_upstream(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_compiler_counts_kept_out_of_the_output(tmp_path, capsys):
+    # PoCL's compiler prints "N warnings generated." for each program it
+    # builds with warnings (the real clients'): dropped and counted; the
+    # rest of a column's stderr passes
+    code = ("import sys; sys.stderr.write('8 warnings generated.\\n"
+            "1 warning generated.\\na note\\n')")
+    dropped = lo.run_column([sys.executable, "-c", code], str(tmp_path), None)
+    assert dropped == 2
+    assert capsys.readouterr().err == "a note\n"
+
+
+def test_unreachable_index_is_asked_once(monkeypatch):
+    # offline, one pip call with no retry says why the real clients are not
+    # installed, for every column, instead of pip's retries per client
+    for var in ["PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX"]:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+    monkeypatch.setattr(lo, "_UNREACHABLE", {})
+    calls = []
+    real_run = subprocess.run
+
+    def run(cmd, *args, **kwargs):
+        calls.append(cmd)
+        return real_run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(lo.subprocess, "run", run)
+    py = Path(sys.executable)
+    why = lo.index_unreachable(py)
+    assert why is not None and "Retrying" not in why
+    assert lo.index_unreachable(py) == why
+    assert len(calls) == 1
+    assert "--retries" in calls[0] and "0" in calls[0]
+
+
 def test_no_cupy_column_without_cuda():
     # the column is measured only where the fork's interpreter imports cupy
     # and sees a CUDA device; elsewhere the note says which is missing
