@@ -83,7 +83,8 @@ def test_series_applies_without_fuzz():
         "fork-only": None, "A": "pristine", "P": "A", "Q": "P",
         "J": "pristine", "B": "pristine", "F": "pristine", "N": "F",
         "E": "pristine", "C": "pristine", "D": "pristine",
-        "K": "pristine", "L": "pristine", "M": "pristine", "H": "F"}
+        "K": "pristine", "L": "pristine", "M": "pristine", "H": "F",
+        "S": "pristine"}
     for pr in prs:
         if pr.base is None:
             continue
