@@ -82,8 +82,8 @@ python_xy() {
 build_stamp() {
   {
     "$1/bin/python" -c 'import sys; print(sys.version)'
-    find meson.build pyproject.toml tools/upstream.py subprojects/pyopencl.wrap \
-      subprojects/packagefiles -type f ! -name '*.tar.gz' -print0 | sort -z | xargs -0 sha256sum
+    find meson.build pyproject.toml tools/upstream.py tools/version.py \
+      subprojects/pyopencl.wrap subprojects/packagefiles -type f ! -name '*.tar.gz' -print0 | sort -z | xargs -0 sha256sum
   } | sha256sum | cut -d' ' -f1
 }
 

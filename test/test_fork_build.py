@@ -51,6 +51,15 @@ def copy_repo(dest: Path) -> Path:
     return dest
 
 
+def fork_version(repo: Path = ROOT) -> str:
+    """The version a build of *repo* gets: meson.build's base label and the
+    commit (tools/version.py)."""
+    base = re.search(r"'([^']*\+fork\.\d+)'", (repo / "meson.build").read_text())
+    assert base is not None
+    return run([sys.executable, repo / "tools" / "version.py", base[1]],
+               stderr=None).stdout.strip()
+
+
 def installed_files(dist: str = "pyopencl") -> set[str]:
     return {str(f) for f in importlib.metadata.files(dist)
             if ".dist-info/" not in str(f) and "__pycache__" not in str(f)
@@ -361,10 +370,46 @@ def test_stale_extracted_tree_is_dropped(tmp_path):
 def test_version_has_local_label():
     import pyopencl as cl
     version = importlib.metadata.version("pyopencl")
-    assert re.fullmatch(re.escape(PIN.version) + r"\+fork\.\d+", version)
+    # the commit, where the build had git (tools/version.py)
+    assert re.fullmatch(re.escape(PIN.version) + r"\+fork\.\d+(\.g[0-9a-f]{7})?",
+                        version)
     assert cl.VERSION_TEXT == version
     assert cl.VERSION == tuple(int(x) for x in PIN.version.split("."))
     assert cl.VERSION_STATUS == ""
+
+
+def test_version_names_the_commit(tmp_path):
+    # tools/version.py: the commit in a checkout; the base without git; an
+    # sdist's PKG-INFO; the plain release as it is
+    base = "2026.1.4+fork.7"
+    tool = ["tools/version.py", base]
+    repo = copy_repo(tmp_path / "repo")
+    assert run([sys.executable, *tool], cwd=repo).stdout.strip() == base
+    assert run(["git", "init", "-q"], cwd=repo).returncode == 0
+    assert run(["git", "add", "-A"], cwd=repo).returncode == 0
+    proc = run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit",
+                "-q", "-m", "t"], cwd=repo)
+    assert proc.returncode == 0, proc.stdout
+    head = run(["git", "rev-parse", "HEAD"], cwd=repo).stdout.strip()
+    assert run([sys.executable, *tool], cwd=repo).stdout.strip() == \
+        f"{base}.g{head[:7]}"
+    assert run([sys.executable, tool[0], "2026.1.4"],
+               cwd=repo).stdout.strip() == "2026.1.4"
+    sdist = copy_repo(tmp_path / "sdist")
+    (sdist / "PKG-INFO").write_text(f"Metadata-Version: 2.4\nName: pyopencl\n"
+                                    f"Version: {base}.gabcdef0\n")
+    assert run([sys.executable, *tool], cwd=sdist).stdout.strip() == \
+        f"{base}.gabcdef0"
+    # a copy inside another repository is no checkout of the fork
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    (outer / "f").write_text("f")
+    for cmd in [["init", "-q"], ["add", "f"],
+                ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                 "-m", "t"]]:
+        assert run(["git", *cmd], cwd=outer).returncode == 0
+    inner = copy_repo(outer / "copy")
+    assert run([sys.executable, *tool], cwd=inner).stdout.strip() == base
 
 
 def test_downstream_constraints_accept_the_fork():
@@ -457,7 +502,8 @@ def _check_target(target: Path) -> None:
     proc = run([sys.executable, "-c", code, target],
                env=dict(os.environ, PYTHONPATH=str(target)), cwd=target)
     assert proc.returncode == 0, proc.stdout
-    assert proc.stdout.startswith(importlib.metadata.version("pyopencl"))
+    # clones of this checkout's HEAD
+    assert proc.stdout.startswith(fork_version() + " ")
 
 
 README_GIT_FORMS = re.findall(r'^pip install ("[^"]*git\+file[^"]*"|\S*git\+file\S*)',
@@ -488,6 +534,140 @@ def test_install_from_git_url(tmp_path, form):
     _check_target(target)
 
 
+# {{{ a moved pin, and the pocl extra without system ICDs
+
+def _unshare_works() -> bool:
+    return (os.geteuid() == 0 and shutil.which("unshare") is not None
+            and Path("/etc/OpenCL/vendors").is_dir()
+            and run(["unshare", "-m", "true"]).returncode == 0)
+
+
+needs_unshare = pytest.mark.skipif(
+    not _unshare_works(),
+    reason="needs root and unshare -m to hide /etc/OpenCL/vendors")
+
+
+def run_without_system_icds(python, code: str, cwd: Path):
+    """*code* run by *python* as on a machine without system ICDs: an empty
+    folder bind-mounted over /etc/OpenCL/vendors in a private mount
+    namespace (the loader's own variables unset, as a new user has them)."""
+    empty = cwd / "no-vendors"
+    empty.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OCL_ICD_VENDORS", "OPENCL_VENDOR_PATH")}
+    return run(["unshare", "-m", "sh", "-c",
+                'mount --bind "$0" /etc/OpenCL/vendors && exec "$1" -c "$2"',
+                empty, python, code], env=env, cwd=cwd)
+
+
+POCL_CHECK = """
+import numpy as np
+import pyopencl as cl
+(plat,) = cl.get_platforms()
+ctx = cl.Context(plat.get_devices())
+queue = cl.CommandQueue(ctx)
+knl = cl.Program(ctx, "__kernel void twice(__global int *a)"
+                 "{ a[get_global_id(0)] *= 2; }").build().get_kernel("twice")
+a = np.arange(4, dtype=np.int32)
+buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                hostbuf=a)
+knl(queue, (4,), None, buf)
+cl.enqueue_copy(queue, a, buf)
+assert a.tolist() == [0, 2, 4, 6], a
+# pip's PoCL, from pocl-binary-distribution in this environment
+with open("/proc/self/maps") as maps:
+    assert any("/pyopencl/.libs/libpocl" in ln for ln in maps), "not pip's PoCL"
+print(plat.version)
+"""
+
+NO_PLATFORM_CHECK = """
+import pyopencl as cl
+try:
+    cl.get_platforms()
+except cl.LogicError as e:
+    print(e)
+"""
+
+
+def check_pocl_extra(python, cwd: Path) -> None:
+    """With pocl-binary-distribution installed: PoCL is the platform without
+    system ICDs and runs a kernel; without it, upstream's message."""
+    proc = run_without_system_icds(python, POCL_CHECK, cwd)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "PoCL" in proc.stdout, proc.stdout
+    proc = run([python, "-m", "pip", "uninstall", "-q", "-y",
+                "pocl-binary-distribution"])
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    proc = run_without_system_icds(python, NO_PLATFORM_CHECK, cwd)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert proc.stdout.strip() == \
+        "clGetPlatformIDs failed: PLATFORM_NOT_FOUND_KHR", proc.stdout
+
+
+README_POCL = re.search(r'"pyopencl\[pocl\] @ git\+[^"]*"',
+                        (ROOT / "README.md").read_text())
+
+
+@pytest.fixture(scope="module")
+def moved_pin(tmp_path_factory):
+    """A fresh virtual environment into which the README's line installed
+    the fork from a clone pinned to one commit, then, with the pocl extra
+    as the README says, pinned to the next (an empty commit). Yields the
+    environment's python, the second commit and a scratch folder."""
+    if run(["git", "rev-parse", "HEAD"], cwd=ROOT).returncode != 0:
+        pytest.skip("not a git checkout")
+    assert README_POCL, "the README names the pocl extra's install line"
+    tmp = tmp_path_factory.mktemp("moved-pin")
+    clone = tmp / "clone"
+    assert run(["git", "clone", "-q", ROOT, clone]).returncode == 0
+    commits = []
+    for n in (1, 2):
+        proc = run(["git", "-c", "user.name=t", "-c", "user.email=t@t",
+                    "commit", "-q", "--allow-empty", "-m", f"pin {n}"],
+                   cwd=clone)
+        assert proc.returncode == 0, proc.stdout
+        commits.append(run(["git", "rev-parse", "HEAD"], cwd=clone).stdout.strip())
+    venv = tmp / "venv"
+    assert run([shutil.which("python3") or sys.executable, "-m", "venv",
+                venv]).returncode == 0
+    python = venv / "bin" / "python"
+    url = f"git+file://localhost{clone}"
+    for line in [f"pyopencl @ {url}@{commits[0]}",
+                 f"pyopencl[pocl] @ {url}@{commits[1]}"]:
+        proc = run([python, "-m", "pip", "install", "-q",
+                    "--disable-pip-version-check", line])
+        assert proc.returncode == 0, proc.stdout[-3000:]
+    yield python, commits[1], tmp
+
+
+@pytest.mark.slow
+def test_moved_pin_replaces_the_build(moved_pin):
+    # each commit's build has a version of its own, so pip replaced the
+    # first commit's build by the second's
+    python, commit, _ = moved_pin
+    code = ("import importlib.metadata as m, json; "
+            "d = m.distribution('pyopencl'); "
+            "print(d.version, json.loads(d.read_text('direct_url.json'))"
+            "['vcs_info']['commit_id'])")
+    proc = run([python, "-c", code])
+    assert proc.returncode == 0, proc.stdout
+    version, installed = proc.stdout.split()
+    assert installed == commit
+    assert re.fullmatch(re.escape(PIN.version) + r"\+fork\.\d+\.g"
+                        + commit[:7], version), version
+
+
+@needs_unshare
+@pytest.mark.slow
+def test_pocl_extra_gives_a_device_from_source(moved_pin):
+    # the README's line with [pocl] on a machine without system ICDs: pip's
+    # PoCL, as upstream's wheel gives it; without the extra, upstream's error
+    python, _, tmp = moved_pin
+    check_pocl_extra(python, tmp)
+
+# }}}
+
+
 @pytest.mark.slow
 def test_fork_sdist_installs_without_fetching_upstream(tmp_path):
     # meson dist works from a git checkout (it packs the committed files)
@@ -514,6 +694,8 @@ def test_fork_sdist_installs_without_fetching_upstream(tmp_path):
             (ROOT / "LICENSE").read_bytes()
         pkg_info = tf.extractfile(f"{top}/PKG-INFO").read().decode()
     assert "License-File: upstream/LICENSE" in pkg_info
+    # the commit's version, which a build from the sdist (no git) keeps
+    assert f"\nVersion: {fork_version()}\n" in pkg_info
 
     # a wheel of it carries them in .dist-info/licenses/, as upstream's
     # wheel carries its LICENSE
@@ -653,21 +835,29 @@ print(cl.__file__)
 """
 
 
-@pytest.mark.slow
-def test_wheel_installs_without_a_compiler(tmp_path):
-    # bootstrap.sh wheels for this Python: a manylinux wheel with the ICD
-    # loader bundled, installed from the file alone, with no build tools on
-    # PATH, into a fresh environment that has the run requirements
+@pytest.fixture(scope="module")
+def fork_wheel(tmp_path_factory):
+    """bootstrap.sh wheels for this Python, once: its dist folder."""
     if run(["git", "rev-parse", "HEAD"], cwd=ROOT).returncode != 0:
         pytest.skip("not a git checkout (the sdist step packs the commits)")
     ver = "{}.{}".format(*sys.version_info[:2])
-    dist = tmp_path / "dist"
+    dist = tmp_path_factory.mktemp("wheels") / "dist"
     proc = run(["bash", ROOT / "bootstrap.sh", "wheels", ver], cwd=ROOT,
                env=dict(os.environ, FORK_DIST=str(dist)))
     assert proc.returncode == 0, proc.stdout[-3000:]
+    return dist
+
+
+@pytest.mark.slow
+def test_wheel_installs_without_a_compiler(tmp_path, fork_wheel):
+    # bootstrap.sh wheels for this Python: a manylinux wheel with the ICD
+    # loader bundled, installed from the file alone, with no build tools on
+    # PATH, into a fresh environment that has the run requirements
+    ver = "{}.{}".format(*sys.version_info[:2])
+    dist = fork_wheel
     tag = f"cp{ver.replace('.', '')}"
     (wheel,) = dist.glob(f"pyopencl-*-{tag}-{tag}-manylinux_*_x86_64.whl")
-    assert importlib.metadata.version("pyopencl") in wheel.name
+    assert f"pyopencl-{fork_version()}-" in wheel.name
     (sdist,) = dist.glob("pyopencl-*.tar.gz")
     sums = (dist / "SHA256SUMS").read_text()
     assert wheel.name in sums and sdist.name in sums
@@ -697,5 +887,22 @@ def test_wheel_installs_without_a_compiler(tmp_path):
     proc = run([venv / "bin" / "python", "-c", WHEEL_CHECK], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert str(venv) in proc.stdout
+
+
+
+@needs_unshare
+@pytest.mark.slow
+def test_wheel_pocl_extra_gives_a_device(tmp_path, fork_wheel):
+    # the wheel (its bundled loader is ocl-icd as the system's, which does
+    # not look into pyopencl/.libs) with the pocl extra, on a machine without
+    # system ICDs: pip's PoCL; without the extra, upstream's error
+    (wheel,) = fork_wheel.glob("pyopencl-*.whl")
+    venv = tmp_path / "venv"
+    assert run([sys.executable, "-m", "venv", venv]).returncode == 0
+    python = venv / "bin" / "python"
+    proc = run([python, "-m", "pip", "install", "-q",
+                "--disable-pip-version-check", f"{wheel}[pocl]"])
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    check_pocl_extra(python, tmp_path)
 
 # }}}

@@ -371,7 +371,7 @@ def rebase(pin: upstream.Pin, tree: Path, version: str, sha256: str,
     meson_build = pin.root / "meson.build"
     if version != pin.version:
         meson_build.write_text(re.sub(
-            r"version: '[^']*\+fork\.\d+'", f"version: '{version}+fork.1'",
+            r"'[^']*\+fork\.\d+'", f"'{version}+fork.1'",
             meson_build.read_text()))
     export(upstream.read_pin(pin.root), tree)
     print(f"re-pinned to {version}; build and run the tests next")
@@ -446,7 +446,7 @@ def built_fork(pin: upstream.Pin, patches: list[Path], label: str):
             # refuses the local label +fork.N: build as the plain release
             meson_build = repo / "meson.build"
             meson_build.write_text(re.sub(
-                r"(version: '[^'+]*)\+fork\.\d+'", r"\1'",
+                r"('[^'+]*)\+fork\.\d+'", r"\1'",
                 meson_build.read_text()))
         target = Path(tmp) / "target"
         proc = subprocess.run(
