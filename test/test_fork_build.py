@@ -84,8 +84,8 @@ def test_series_applies_without_fuzz():
     whole = [ln for ln in lines if ln.startswith("ok  ") and "(pull request" not in ln]
     assert not [ln for ln in whole if "offset" in ln]
     assert len(whole) == len(PIN.diff_files) > 0
-    # each pull request alone on its base: A, B, C, D, K, L, M and the fixes
-    # J, E and F on the pristine release, P (get_kernel) on A, Q (its
+    # each pull request alone on its base: A, B, C, D, K, L, M, S, R and the
+    # fixes J, E and F on the pristine release, P (get_kernel) on A, Q (its
     # example times get_kernel) on P, H on F; the fork-only patch in none
     prs = series.read_pull_requests(PIN)
     assert {pr.name: pr.base for pr in prs} == {
@@ -93,7 +93,7 @@ def test_series_applies_without_fuzz():
         "J": "pristine", "B": "pristine", "F": "pristine",
         "E": "pristine", "C": "pristine", "D": "pristine",
         "K": "pristine", "L": "pristine", "M": "pristine", "H": "F",
-        "S": "pristine"}
+        "S": "pristine", "R": "pristine"}
     for pr in prs:
         if pr.base is None:
             continue
