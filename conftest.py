@@ -7,8 +7,11 @@ name, and the reasons are printed at the end of the run.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
+
+import _pytest.runner
 
 
 _KNOWN = Path(__file__).parent / "test" / "upstream-known-failures.txt"
@@ -45,3 +48,26 @@ def pytest_terminal_summary(terminalreporter, config):
         terminalreporter.section("upstream tests deselected (known failures)")
         for name, reason in deselected.items():
             terminalreporter.write_line(f"{name}: {reason}")
+
+
+# pytest sets PYTEST_CURRENT_TEST at each phase of a test and removes it after
+# the test. Adding or removing a variable changes glibc's environ array in
+# place or moves it, under any thread that passes environ to posix_spawn
+# meanwhile: PoCL's compiler thread, still compiling a kernel that an earlier
+# test launched (its queue released without finish()), spawns the linker, gets
+# EFAULT ("posix_spawn failed: Bad address") and aborts the run. So the
+# variable is set once, before any OpenCL work, and from then on only its
+# value changes (one pointer stored; glibc keeps the old strings).
+_update_current_test_var = _pytest.runner._update_current_test_var
+
+
+def _replace_current_test_var(item, when):
+    if when is None:
+        os.environ["PYTEST_CURRENT_TEST"] = ""
+    else:
+        _update_current_test_var(item, when)
+
+
+def pytest_configure(config):
+    os.environ.setdefault("PYTEST_CURRENT_TEST", "")
+    _pytest.runner._update_current_test_var = _replace_current_test_var

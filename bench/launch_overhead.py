@@ -966,9 +966,9 @@ def measure_cupy(launches: int, repeats: int) -> dict:
 
 # {{{ upstream's wheel in its own virtual environment
 
-def upstream_python(venv: Path) -> Path:
+def upstream_python(venv: Path, env: dict | None = None) -> Path:
     """A virtual environment with upstream's released wheel of the pinned
-    version; made on first use."""
+    version; made on first use, pip run in *env* (default: ours)."""
     sys.path.insert(0, str(ROOT / "tools"))
     import upstream
     version = upstream.read_pin(ROOT).version
@@ -985,14 +985,14 @@ def upstream_python(venv: Path) -> Path:
                           capture_output=True).returncode != 0:
             subprocess.run([str(py), "-m", "pip", "install", "-q",
                             "--disable-pip-version-check", "mako"],
-                           check=True)
+                           env=env, check=True)
         return py
     print(f"making {venv} with upstream's pyopencl=={version} wheel",
           file=sys.stderr)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run([str(py), "-m", "pip", "install", "-q",
                     "--disable-pip-version-check", "--only-binary", "pyopencl",
-                    f"pyopencl=={version}", "mako"], check=True)
+                    f"pyopencl=={version}", "mako"], env=env, check=True)
     return py
 
 

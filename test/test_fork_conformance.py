@@ -1372,21 +1372,15 @@ def upstream_interpreter() -> tuple[str | None, str]:
     py = venv / "bin" / "python"
     if py.exists() and _python_minor(py) not in (here, None):
         venv = ROOT / f".venv-upstream-py{here[0]}{here[1]}"
-    saved = {k: os.environ.get(k) for k in ("PIP_RETRIES", "PIP_DEFAULT_TIMEOUT")}
-    # without a network, give up soon
-    os.environ["PIP_RETRIES"] = "1"
-    os.environ["PIP_DEFAULT_TIMEOUT"] = "20"
+    # without a network, give up soon; pip's settings in its own environment:
+    # writing os.environ (setenv, unsetenv) while PoCL's compiler thread
+    # spawns the linker makes that spawn fail (EFAULT) and PoCL abort
+    env = {**os.environ, "PIP_RETRIES": "1", "PIP_DEFAULT_TIMEOUT": "20"}
     try:
-        python = launch_overhead.upstream_python(venv)
+        python = launch_overhead.upstream_python(venv, env=env)
     except (subprocess.CalledProcessError, OSError) as e:
         return None, (f"could not make {venv.name} with upstream's wheel "
                       f"(pip cannot reach the package index?): {e}")
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     if _python_minor(python) != here:
         return None, f"{python} is not Python {here[0]}.{here[1]}"
     return str(python), ""

@@ -253,3 +253,37 @@ def test_property_lists_ending_in_a_zero_name(ctx_factory: cl.CtxFactory):
     cl.Sampler(ctx, [0, coords])  # pyright: ignore[reportCallIssue, reportArgumentType]
 
 # }}}
+
+
+def test_suite_adds_or_removes_no_environment_variable(tmp_path):
+    # while PoCL's compiler thread may spawn the linker with environ (a kernel
+    # an earlier test launched), a variable added or removed makes that spawn
+    # fail with EFAULT and PoCL abort: conftest.py keeps pytest's
+    # PYTEST_CURRENT_TEST set, so that pytest only replaces its value
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "envaudit.py").write_text(
+        "import os, sys\n"
+        "seen = []\n"
+        "def hook(event, args):\n"
+        "    if event == 'os.unsetenv' or (event == 'os.putenv'\n"
+        "            and os.fsdecode(args[0]) not in os.environ):\n"
+        "        seen.append((event, os.fsdecode(args[0])))\n"
+        "def pytest_sessionstart(session):\n"
+        "    sys.addaudithook(hook)\n"
+        "def pytest_sessionfinish(session):\n"
+        "    print('ENV-AUDIT', seen)\n")
+    (tmp_path / "test_two.py").write_text(
+        "def test_a():\n    pass\n\n\ndef test_b():\n    pass\n")
+    root = Path(__file__).parent.parent
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
+         "-p", "conftest", "-p", "envaudit", "--rootdir", str(tmp_path),
+         str(tmp_path / "test_two.py")],
+        env={**os.environ, "PYTHONPATH": f"{root}:{tmp_path}"},
+        capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ENV-AUDIT []" in proc.stdout, proc.stdout
