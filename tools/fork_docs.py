@@ -97,6 +97,7 @@ def source(doc: Path) -> str:
     howto = (doc / "howto.rst").read_text().splitlines()
     program = (doc / "runtime_program.rst").read_text().splitlines()
     runtime = (doc / "runtime.rst").read_text().splitlines()
+    queue = (doc / "runtime_queue.rst").read_text().splitlines()
     parts = [
         *block(howto, r"\.\. _launch-overhead:$"),
         "New and changed API",
@@ -108,8 +109,8 @@ def source(doc: Path) -> str:
         *block(program, r"\.\. class:: RepeatedKernelRetrieval$"),
         *block(runtime, r"\.\. class:: ArgumentTypeError$"),
         *block(runtime, r"\.\. class:: ArgumentOverflowError$"),
-        ".. autofunction:: pyopencl.characterize.performance.get_launch_overhead",
-        "",
+        *header(queue, r"\.\. class:: CommandQueue\b"),
+        *block(queue, r"    \.\. versionchanged:: 2026\.1\.5$"),
     ]
     return HEAD + "\n".join(parts)
 
