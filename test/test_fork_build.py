@@ -86,14 +86,15 @@ def test_series_applies_without_fuzz():
     assert len(whole) == len(PIN.diff_files) > 0
     # each pull request alone on its base: A, B, C, D, K, L, M, S, R and the
     # fixes J, E and F on the pristine release, P (get_kernel) on A, Q (its
-    # example times get_kernel) on P, H on F; the fork-only patch in none
+    # example times get_kernel) on P, H on F, V on C; the fork-only patch in
+    # none
     prs = series.read_pull_requests(PIN)
     assert {pr.name: pr.base for pr in prs} == {
         "fork-only": None, "A": "pristine", "P": "A", "Q": "P",
         "J": "pristine", "B": "pristine", "F": "pristine",
         "E": "pristine", "C": "pristine", "D": "pristine",
         "K": "pristine", "L": "pristine", "M": "pristine", "H": "F",
-        "S": "pristine", "R": "pristine"}
+        "S": "pristine", "R": "pristine", "V": "C"}
     for pr in prs:
         if pr.base is None:
             continue
