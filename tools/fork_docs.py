@@ -2,7 +2,9 @@
 """The fork's docs for pip users, who get no patched ``doc/``: the how-to
 "How to keep kernel launches cheap" and the entries of the new and changed
 API, taken from the patched tree's ``doc/`` (the series' text) and rendered
-by Sphinx as plain text into docs/launch-overhead.txt, which the README links.
+by Sphinx as plain text into docs/launch-overhead.txt, which the README links;
+and the series' examples/launch-overhead.py, copied as docs/launch-overhead.py
+(a pip install has no examples).
 
     .venv/bin/python tools/fork_docs.py           # (re)write the file
     .venv/bin/python tools/fork_docs.py --check   # exit 1 if it is stale
@@ -30,6 +32,7 @@ import upstream  # noqa: E402
 
 
 OUT = ROOT / "docs" / "launch-overhead.txt"
+EXAMPLE = ROOT / "docs" / "launch-overhead.py"
 
 HEAD = """\
 The fork's documentation
@@ -37,8 +40,10 @@ The fork's documentation
 
 The how-to on launch overhead and the fork's new and changed API, from the
 docs of the patched tree (the patch series), rendered by
-``tools/fork_docs.py``: do not edit. Upstream's documentation of
-everything else: https://documen.tician.de/pyopencl/
+``tools/fork_docs.py``: do not edit. The how-to's
+``examples/launch-overhead.py`` is ``docs/launch-overhead.py`` beside this
+file. Upstream's documentation of everything else:
+https://documen.tician.de/pyopencl/
 
 .. currentmodule:: pyopencl
 
@@ -145,15 +150,19 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"exit 1 if {OUT.relative_to(ROOT)} is stale")
     args = ap.parse_args(argv)
     text = render()
+    example = (upstream.read_pin(ROOT).extracted / "examples"
+               / EXAMPLE.name).read_text()
     if args.check:
-        if OUT.is_file() and same(OUT.read_text(), text):
+        if (OUT.is_file() and same(OUT.read_text(), text)
+                and EXAMPLE.is_file() and EXAMPLE.read_text() == example):
             return 0
-        print(f"{OUT.relative_to(ROOT)} is stale: run "
+        print(f"{OUT.parent.relative_to(ROOT)}/ is stale: run "
               f"{Path(sys.executable).name} tools/fork_docs.py", file=sys.stderr)
         return 1
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text(text)
-    print(f"wrote {OUT.relative_to(ROOT)}")
+    EXAMPLE.write_text(example)
+    print(f"wrote {OUT.relative_to(ROOT)}, {EXAMPLE.relative_to(ROOT)}")
     return 0
 
 
