@@ -1,7 +1,7 @@
 """What launching a small kernel costs the host, per way of launching it.
 
-Prints the time per launch of a kernel that does almost nothing, in
-microseconds, for each way, and its ratio to a kept kernel: see the how-to
+Prints the time per launch of a kernel that does almost nothing, for
+each way, and its ratio to a kept kernel: see the how-to
 "How to keep kernel launches cheap" and issue #830. Run it with an older
 PyOpenCL to compare: without Program.get_kernel, Kernel(prg, name) stands in.
 """
