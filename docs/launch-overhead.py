@@ -2,14 +2,13 @@
 
 Prints the time per launch of a kernel that does almost nothing, for
 each way, and its ratio to a kept kernel: see the how-to
-"How to keep kernel launches cheap" and issue #830. Run it with an older
-PyOpenCL to compare: without Program.get_kernel, Kernel(prg, name) stands in.
+"How to keep kernel launches cheap" and issue #830. Run it with another
+PyOpenCL release to compare.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import time
 import warnings
 
@@ -32,15 +31,11 @@ def main():
         __kernel void axpb(__global int *x, int a, int b)
         { x[0] = a * x[0] + b; }
         """).build()
-    if hasattr(cl.Program, "get_kernel"):
-        get_kernel, new_kernel = prg.get_kernel, "prg.get_kernel(name)"
-    else:  # before 2026.1.5
-        get_kernel, new_kernel = functools.partial(cl.Kernel, prg), "Kernel(prg, name)"
     buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4)
     a, b = np.int32(1), np.int32(0)
 
-    knl = get_kernel("axpb")
-    declared = get_kernel("axpb")
+    knl = cl.Kernel(prg, "axpb")
+    declared = cl.Kernel(prg, "axpb")
     declared.set_scalar_arg_dtypes([None, np.int32, np.int32])
 
     def set_args_enqueue():
@@ -53,8 +48,8 @@ def main():
         "kept kernel, declared scalar types, Python ints":
             lambda: declared(queue, (1,), None, buf, 1, 0),
         "knl.set_args(...), enqueue_nd_range_kernel(...)": set_args_enqueue,
-        f"{new_kernel}(queue, ...) every launch":
-            lambda: get_kernel("axpb")(queue, (1,), None, buf, a, b),
+        'cl.Kernel(prg, "axpb")(queue, ...) every launch':
+            lambda: cl.Kernel(prg, "axpb")(queue, (1,), None, buf, a, b),
         "prg.axpb(queue, ...) every launch (its warning filtered)":
             lambda: prg.axpb(queue, (1,), None, buf, a, b),
         }
