@@ -25,7 +25,7 @@ from pathlib import Path
 # copy its bench-out/launch_overhead.json into bench/results/ and change its
 # line here, then run --write README.md.
 RUNS = [
-    ("h100-fork18.json",
+    ("h100-fork19.json",
      "`bench/offline_h200.sh --processes 3` on a GPU machine without network"),
     ("pocl-fork17.json",
      ("`bash bootstrap.sh bench` in a fresh clone; a 2-core VM with other "
