@@ -255,6 +255,52 @@ def test_property_lists_ending_in_a_zero_name(ctx_factory: cl.CtxFactory):
 # }}}
 
 
+# {{{ sub-devices
+
+def test_queue_of_a_sub_device_outlives_its_device(ctx_factory: cl.CtxFactory):
+    # a context and a queue made on a sub-device stay usable once the Device
+    # that create_sub_devices returned is gone, to the end of the process:
+    # on 2026.1.4 its second reference does it, which PoCL relies on (it
+    # does not keep the sub-device for its context); a draft of E released
+    # it, and the queue's device crashed. In a subprocess: a crash fails.
+    import subprocess
+    import sys
+
+    dev = ctx_factory().devices[0]
+    if (cl.get_cl_header_version() < (1, 2)
+            or cl.device_partition_property.EQUALLY
+            not in (dev.partition_properties or [])
+            or dev.max_compute_units < 2):
+        pytest.skip("the device cannot be partitioned equally")
+    platform_index = cl.get_platforms().index(dev.platform)
+    device_index = dev.platform.get_devices().index(dev)
+    code = f"""if True:
+        import gc
+        import numpy as np
+        import pyopencl as cl
+
+        dev = cl.get_platforms()[{platform_index}].get_devices()[{device_index}]
+        sub = dev.create_sub_devices([cl.device_partition_property.EQUALLY, 1])[0]
+        ctx = cl.Context([sub])
+        queue = cl.CommandQueue(ctx, device=sub)
+        del sub
+        gc.collect()
+        assert queue.device.name == dev.name
+        knl = cl.Program(ctx, "__kernel void one(__global int *x)"
+                         "{{ x[get_global_id(0)] = 1; }}").build().one
+        buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 64)
+        knl(queue, (16,), None, buf)
+        out = np.zeros(16, np.int32)
+        cl.enqueue_copy(queue, out, buf)
+        assert (out == 1).all()
+        """
+    result = subprocess.run([sys.executable, "-c", code],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, (result.returncode, result.stderr)
+
+# }}}
+
+
 def test_suite_adds_or_removes_no_environment_variable(tmp_path):
     # while PoCL's compiler thread may spawn the linker with environ (a kernel
     # an earlier test launched), a variable added or removed makes that spawn

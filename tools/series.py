@@ -9,7 +9,8 @@
                                    applies alone to its base without fuzz (the pristine
                                    release or another pull request); --test
                                    also builds each pull request on its base
-                                   and runs upstream's whole suite
+                                   and runs upstream's whole suite (--jobs N:
+                                   N pull requests at once)
     tools/series.py rebase VERSION --sha256 HASH [DIR]
                                    move the series onto another upstream
                                    release: fetch and verify its sdist,
@@ -286,7 +287,7 @@ def pr_patches(prs: list[PullRequest], pr: PullRequest) -> list[Path]:
     return sorted(patches, key=lambda p: p.name)
 
 
-def check(pin: upstream.Pin, test: bool = False) -> int:
+def check(pin: upstream.Pin, test: bool = False, jobs: int = 1) -> int:
     """Apply each patch with patch(1) and refuse any fuzz: the whole
     series in order, also without offset, then each pull request alone on
     its base."""
@@ -320,11 +321,15 @@ def check(pin: upstream.Pin, test: bool = False) -> int:
                     else f" (pull request {owner[q]}, a base of {pr.name})"),
                 offset=True)
     if test and not bad:
-        for pr in prs:
-            if pr.base is not None:
-                bad += build_and_test(
+        # each pull request in a scratch directory of its own: on a machine
+        # with many cores, several at once
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(jobs) as pool:
+            bad += sum(pool.map(
+                lambda pr: build_and_test(
                     pin, pr_patches(prs, pr), full=True,
-                    label=f"pull request {pr.name} ({pr.title})")
+                    label=f"pull request {pr.name} ({pr.title})"),
+                [pr for pr in prs if pr.base is not None]))
     return 1 if bad else 0
 
 
@@ -765,6 +770,9 @@ def main() -> int:
     ap.add_argument("--test", action="store_true",
                     help="check: also build each pull request on its base "
                     "and run upstream's whole suite")
+    ap.add_argument("--jobs", type=int, default=1, metavar="N",
+                    help="check --test: build and test N pull requests at "
+                    "once")
     args = ap.parse_intermixed_args()
     operands = list(args.operands)
     args.version = operands.pop(0) if args.action == "rebase" and operands else None
@@ -793,7 +801,7 @@ def main() -> int:
         else:
             if args.test:
                 need_test_modules()
-            return check(pin, args.test)
+            return check(pin, args.test, args.jobs)
     except upstream.FetchError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
