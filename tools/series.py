@@ -10,7 +10,9 @@
                                    release or another pull request); --test
                                    also builds each pull request on its base
                                    and runs upstream's whole suite (--jobs N:
-                                   N pull requests at once)
+                                   N pull requests at once; --quick: the test
+                                   files the pull request touches and
+                                   test_wrapper.py, as bisect's default)
     tools/series.py rebase VERSION --sha256 HASH [DIR]
                                    move the series onto another upstream
                                    release: fetch and verify its sdist,
@@ -287,7 +289,8 @@ def pr_patches(prs: list[PullRequest], pr: PullRequest) -> list[Path]:
     return sorted(patches, key=lambda p: p.name)
 
 
-def check(pin: upstream.Pin, test: bool = False, jobs: int = 1) -> int:
+def check(pin: upstream.Pin, test: bool = False, jobs: int = 1,
+          full: bool = True) -> int:
     """Apply each patch with patch(1) and refuse any fuzz: the whole
     series in order, also without offset, then each pull request alone on
     its base."""
@@ -327,8 +330,9 @@ def check(pin: upstream.Pin, test: bool = False, jobs: int = 1) -> int:
         with ThreadPoolExecutor(jobs) as pool:
             bad += sum(pool.map(
                 lambda pr: build_and_test(
-                    pin, pr_patches(prs, pr), full=True,
-                    label=f"pull request {pr.name} ({pr.title})"),
+                    pin, pr_patches(prs, pr), full=full,
+                    label=f"pull request {pr.name} ({pr.title})",
+                    touching=pr.patches),
                 [pr for pr in prs if pr.base is not None]))
     return 1 if bad else 0
 
@@ -470,10 +474,11 @@ def built_fork(pin: upstream.Pin, patches: list[Path], label: str):
 
 
 def build_and_test(pin: upstream.Pin, patches: list[Path], full: bool,
-                   label: str) -> int:
+                   label: str, touching: list[Path] | None = None) -> int:
     """Build the fork with *patches* in place of the series and run the
-    tests: upstream's whole suite (full), or the test files the last patch
-    touches plus test_wrapper.py. Returns 1 on failure."""
+    tests: upstream's whole suite (full), or the test files that the
+    patches *touching* (default: the last) touch plus test_wrapper.py.
+    Returns 1 on failure."""
     with built_fork(pin, patches, label) as built:
         if built is None:
             return 1
@@ -481,8 +486,9 @@ def build_and_test(pin: upstream.Pin, patches: list[Path], full: bool,
         if full:
             tests = [str(tree / "test")]
         else:
-            touched = re.findall(r"^\+\+\+ b/(test/test_\S+\.py)$",
-                                 patches[-1].read_text(), flags=re.MULTILINE)
+            touched = [t for q in touching or patches[-1:] for t in re.findall(
+                r"^\+\+\+ b/(test/test_\S+\.py)$", q.read_text(),
+                flags=re.MULTILINE)]
             tests = sorted({str(tree / t) for t in
                             [*touched, "test/test_wrapper.py"]})
         proc = built.pytest(
@@ -770,6 +776,9 @@ def main() -> int:
     ap.add_argument("--test", action="store_true",
                     help="check: also build each pull request on its base "
                     "and run upstream's whole suite")
+    ap.add_argument("--quick", action="store_true",
+                    help="check --test: the test files each pull request "
+                    "touches and test_wrapper.py, not the whole suite")
     ap.add_argument("--jobs", type=int, default=1, metavar="N",
                     help="check --test: build and test N pull requests at "
                     "once")
@@ -801,7 +810,7 @@ def main() -> int:
         else:
             if args.test:
                 need_test_modules()
-            return check(pin, args.test, args.jobs)
+            return check(pin, args.test, args.jobs, full=not args.quick)
     except upstream.FetchError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
