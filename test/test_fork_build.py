@@ -85,12 +85,12 @@ def test_series_applies_without_fuzz():
     assert not [ln for ln in whole if "offset" in ln]
     assert len(whole) == len(PIN.diff_files) > 0
     # each pull request alone on its base: A, B, C, D, K, L, M, S, R and the
-    # fixes J, E and F on the pristine release, P (get_kernel) on A, Q (its
-    # example times get_kernel) on P, H on F, V on C; the fork-only patch in
-    # none
+    # fixes J, E and F on the pristine release, P (A's helper) on A, Q (P's
+    # how-to links it) on P, T (get_kernel) on Q, H on F, V on C; the
+    # fork-only patch in none
     prs = series.read_pull_requests(PIN)
     assert {pr.name: pr.base for pr in prs} == {
-        "fork-only": None, "A": "pristine", "P": "A", "Q": "P",
+        "fork-only": None, "A": "pristine", "P": "A", "Q": "P", "T": "Q",
         "J": "pristine", "B": "pristine", "F": "pristine",
         "E": "pristine", "C": "pristine", "D": "pristine",
         "K": "pristine", "L": "pristine", "M": "pristine", "H": "F",
